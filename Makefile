@@ -1,0 +1,33 @@
+# staticexec: what a newcomer runs.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+TRANSFORMERS_VERSION := $(shell sed -n 's/^transformers==//p' constraints.txt)
+
+.PHONY: install test verify plans bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# The CPU build of torch: a plain `torch` requirement would pull a CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+test: install
+	$(BIN)/pytest -q
+
+verify: install
+	$(BIN)/pytest -q -m slow
+
+plans: install
+	$(BIN)/staticexec plan --all --out fixtures/plans/transformers-$(TRANSFORMERS_VERSION)
+
+bench: install
+	$(BIN)/python benchmarks/emit_and_run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .staticexec-cache

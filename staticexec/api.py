@@ -1,0 +1,163 @@
+"""The public entry points: analyse a class, load a plan, emit and run subgraphs."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from .architectures import Architecture, find_architecture, no_split_modules
+from .emit import Emitter
+from .messages import MalformedPlan, StalePlan, UsageError
+from .plan import SCHEMA_VERSION, Plan, build_plan
+from .resolve import Resolver
+from .run import Subgraph, run_subgraphs
+from .source import ClassRef, FunctionRef, function_source_hash, load_module
+from .values import Container, Instance
+
+__all__ = ["analyse", "analyse_architecture", "default_targets", "load_plan", "subgraphs", "run_subgraphs", "Subgraph"]
+
+
+def default_targets(resolver: Resolver, root: ClassRef) -> list[str]:
+    """`_no_split_modules` of the root class, outermost only; else the element class of its layer stack."""
+    names = no_split_modules(resolver, root)
+    held = {c.name.rpartition(".")[2]: c for c in resolver.submodule_classes(root)}
+    names = [n for n in names if n in held]
+    if not names:
+        stack = layer_stack_class(resolver, root)
+        return [stack.name.rpartition(".")[2]] if stack else []
+    inner = set()
+    for n in names:
+        below = {c.name.rpartition(".")[2] for c in resolver.submodule_classes(held[n], depth=3)}
+        inner |= below & (set(names) - {n})
+    return sorted(set(names) - inner)
+
+
+def layer_stack_class(resolver: Resolver, root: ClassRef) -> ClassRef | None:
+    """The element class of the first ModuleList of one class found breadth-first from the root."""
+    frontier = [root]
+    seen = {root}
+    for _ in range(4):
+        nxt = []
+        for cls in frontier:
+            for name in resolver.attribute_names(cls):
+                value = resolver.attribute(cls, name)
+                for atom in value:
+                    if isinstance(atom, Container):
+                        elems = {a.cls for a in atom.elem if isinstance(a, Instance)}
+                        if len(elems) == 1:
+                            return next(iter(elems))
+                    if isinstance(atom, Instance) and atom.cls not in seen and not resolver.is_external(atom.cls.module):
+                        seen.add(atom.cls)
+                        nxt.append(atom.cls)
+        frontier = nxt
+    return None
+
+
+def analyse(root: ClassRef, targets: list[str] | None, *, config: Any = None, architecture: str | None = None,
+            model_types: list[str] | None = None) -> Plan:
+    """Build a plan for a root class from its source alone."""
+    resolver = Resolver(config)
+    if not targets:
+        targets = default_targets(resolver, root)
+        if not targets:
+            raise UsageError(f"{root.name} declares no _no_split_modules and has no layer stack; pass --targets")
+    return build_plan(resolver, root, targets, architecture or root.name, model_types=model_types)
+
+
+def analyse_architecture(name: str, targets: list[str] | None = None, config: Any = None) -> Plan:
+    arch: Architecture = find_architecture(name)
+    if config is None:
+        config = arch.config()
+    model_type = getattr(config, "model_type", arch.model_type)
+    return analyse(arch.cls, targets, config=config, architecture=name, model_types=[model_type])
+
+
+def _validate(doc: Any, where: str) -> Plan:
+    if not isinstance(doc, dict):
+        raise MalformedPlan(f"{where}: a plan is a JSON object")
+    missing = [k for k in ("schema", "architecture", "root", "targets", "functions") if k not in doc]
+    if missing:
+        raise MalformedPlan(f"{where}: not a plan (missing {', '.join(missing)})")
+    if doc["schema"] != SCHEMA_VERSION:
+        raise MalformedPlan(f"{where}: plan schema {doc['schema']} is not the supported {SCHEMA_VERSION}")
+    for node, entry in doc["functions"].items():
+        if not isinstance(entry, dict) or "function" not in entry or "source_hash" not in entry:
+            raise MalformedPlan(f"{where}: function {node} is malformed")
+    return Plan(doc)
+
+
+def stale_functions(plan: Plan) -> list[str]:
+    """Functions whose installed source differs from the one the plan was made for."""
+    out = []
+    for entry in plan.doc["functions"].values():
+        ref = FunctionRef.parse(entry["function"])
+        sf = load_module(ref.module)
+        digest = function_source_hash(sf, ref.qualname) if sf else None
+        if digest != entry["source_hash"]:
+            out.append(f"{entry['path']}:{entry['lines'][0]} {ref.qualname}")
+    return out
+
+
+def load_plan(plan: Plan | str | os.PathLike | dict) -> Plan:
+    """Load and validate a plan; refuse a malformed or stale one with a one-line reason."""
+    if isinstance(plan, Plan):
+        doc, where = plan.doc, plan.architecture
+    elif isinstance(plan, dict):
+        doc, where = plan, "plan"
+    else:
+        where = os.fspath(plan)
+        try:
+            with open(where, encoding="utf-8") as handle:
+                doc = json.load(handle)
+        except OSError as exc:
+            raise UsageError(f"{where}: {exc.strerror}") from exc
+        except json.JSONDecodeError as exc:
+            raise MalformedPlan(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+    result = _validate(doc, where)
+    stale = stale_functions(result)
+    if stale:
+        raise StalePlan(f"{where}: stale, the installed source changed: {stale[0]}" + (f" (+{len(stale) - 1} more)" if len(stale) > 1 else ""))
+    return result
+
+
+_PLANS: dict[tuple, Plan] = {}
+
+
+def _class_ref(cls: type) -> ClassRef:
+    return ClassRef(cls.__module__, cls.__qualname__)
+
+
+def subgraphs(model: Any, sample_input: dict, sequential_targets: list[str] | None, ignore: list[str] | None = None,
+              plan: Plan | str | os.PathLike | None = None) -> list[Subgraph]:
+    """Split `model`'s forward into one subgraph per target call (drop-in for `trace_subgraphs`).
+
+    `ignore` is accepted for compatibility and has no meaning here: nothing is traced.
+    """
+    del ignore
+    if plan is not None:
+        loaded = load_plan(plan)
+    else:
+        targets = sorted(set(sequential_targets or []))
+        held = {type(m).__name__ for m in model.modules()}
+        unknown = [t for t in targets if t not in held]
+        if unknown:
+            raise UsageError(f"no module of class {', '.join(unknown)} in {type(model).__name__}")
+        key = (_class_ref(type(model)), tuple(targets), _config_key(model))
+        loaded = _PLANS.get(key)
+        if loaded is None:
+            loaded = analyse(key[0], targets or None, config=getattr(model, "config", None),
+                             architecture=type(model).__name__,
+                             model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
+            _PLANS[key] = loaded
+    return Emitter(loaded, model, sample_input).emit()
+
+
+def _config_key(model: Any) -> str:
+    config = getattr(model, "config", None)
+    if config is None:
+        return ""
+    try:
+        return config.to_json_string(use_diff=False)
+    except Exception:  # configs that can't serialise are keyed by identity
+        return str(id(config))

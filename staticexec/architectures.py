@@ -1,0 +1,122 @@
+"""Architectures of the installed transformers, found through the auto mapping *names*.
+
+An architecture is a model class name such as `LlamaForCausalLM`. Its
+model_type, config class and defining file come from transformers' auto
+mapping name tables; no modeling module is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .messages import UsageError
+from .source import ClassRef, load_module
+
+TASKS = {
+    "causal-lm": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
+    "image-text-to-text": "MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES",
+    "multimodal-lm": "MODEL_FOR_MULTIMODAL_LM_MAPPING_NAMES",
+    "seq2seq-lm": "MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES",
+    "speech-seq2seq": "MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES",
+}
+
+
+class UnknownArchitecture(UsageError):
+    """The name is not a model class of the installed transformers."""
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str
+    model_type: str
+    config_class: str
+    cls: ClassRef
+
+    def config(self):
+        """The config class's defaults (configs are cheap and never run the model)."""
+        import transformers
+
+        return getattr(transformers, self.config_class)()
+
+
+def _names(value) -> list[str]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+@lru_cache(maxsize=1)
+def _index() -> dict[str, list[str]]:
+    """Model class name -> the model_types whose auto mappings name it, over every mapping name table."""
+    from transformers.models.auto import modeling_auto
+
+    out: dict[str, list[str]] = {}
+    for attr in sorted(dir(modeling_auto)):
+        if not attr.endswith("_MAPPING_NAMES"):
+            continue
+        table = getattr(modeling_auto, attr)
+        if not isinstance(table, dict):
+            continue
+        for model_type, names in table.items():
+            for name in _names(names):
+                if isinstance(name, str) and model_type not in out.setdefault(name, []):
+                    out[name].append(model_type)
+    return out
+
+
+def task_architectures(task: str) -> list[str]:
+    from transformers.models.auto import modeling_auto
+
+    if task not in TASKS:
+        raise UsageError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
+    table = getattr(modeling_auto, TASKS[task], {})
+    out = set()
+    for names in table.values():
+        out.update(n for n in _names(names) if isinstance(n, str))
+    return sorted(out)
+
+
+def all_generative() -> list[str]:
+    out: set[str] = set()
+    for task in TASKS:
+        out.update(task_architectures(task))
+    return sorted(out)
+
+
+def find_architecture(name: str) -> Architecture:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    from .resolve import find_transformers_class
+
+    model_types = _index().get(name)
+    if not model_types:
+        raise UnknownArchitecture(f"unknown architecture {name!r}: not a model class of transformers")
+    # a class reused by other model types (LlamaForCausalLM for internlm3) belongs to the folder defining it
+    for model_type in model_types:
+        config_class = CONFIG_MAPPING_NAMES.get(model_type)
+        cls = find_transformers_class(model_type, name)
+        if cls is not None and config_class is not None:
+            return Architecture(name, model_type, config_class, cls)
+    raise UnknownArchitecture(f"architecture {name!r} has no modeling source in transformers")
+
+
+def no_split_modules(resolver, cls: ClassRef) -> list[str]:
+    """`_no_split_modules` of a class (through its MRO), read from the source."""
+    for c in resolver.mro(cls):
+        found = resolver.class_def(c)
+        if found is None:
+            continue
+        _, node = found
+        for item in node.body:
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target] if isinstance(item, ast.AnnAssign) else []
+            if any(isinstance(t, ast.Name) and t.id == "_no_split_modules" for t in targets) and item.value is not None:
+                try:
+                    value = ast.literal_eval(item.value)
+                except ValueError:
+                    return []
+                return sorted({v for v in (value or []) if isinstance(v, str)})
+    return []
+
+
+def source_exists(module: str) -> bool:
+    return load_module(module) is not None

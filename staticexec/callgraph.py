@@ -1,0 +1,318 @@
+"""Stage 3, call graph: functions are nodes, call sites are edges, target classes are sinks.
+
+Calling `self.x(...)` where `x` holds a module is an edge to that class's
+`forward`; calling a function or method is an edge to it, with the
+argument values joined into its parameters (so a module-level helper that
+receives `self.layers` is analysed with that container). A function
+*reaches* when a path leads from it to a target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+import networkx as nx
+
+from .resolve import ConfigRef, FunctionContext, Resolver
+from .source import ClassRef, FunctionRef
+from .values import (
+    DATA,
+    ClassObject,
+    Constant,
+    Container,
+    Data,
+    Function,
+    Instance,
+    Unknown,
+    Value,
+    join,
+    one,
+)
+
+MAX_ROUNDS = 12
+# builtins that never call what they are given
+NON_CALLING_BUILTINS = {
+    "enumerate", "zip", "list", "tuple", "reversed", "iter", "len", "isinstance", "issubclass", "hasattr",
+    "getattr", "setattr", "id", "type", "range", "print", "repr", "str", "bool", "dict", "set", "values", "items",
+    "callable", "super", "next",
+}
+
+
+def node_id(ref: FunctionRef, self_class: ClassRef | None) -> str:
+    """`module:Class.method`; a method analysed for a subclass instance adds `[Subclass]`."""
+    if self_class is None or self_class == ref.owner:
+        return str(ref)
+    return f"{ref}[{self_class.module}:{self_class.name}]" if self_class.module != ref.module else f"{ref}[{self_class.name}]"
+
+
+def target_node(cls: ClassRef) -> str:
+    return f"target:{cls}"
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """One call in a function: what it can call, and whether it is a target or could not be resolved."""
+
+    line: int
+    column: int
+    code: str
+    callees: tuple[str, ...]
+    targets: tuple[str, ...]
+    unresolved: str = ""
+    args_hold_targets: bool = False
+    receiver_is_self: bool = False
+
+
+@dataclass
+class FunctionAnalysis:
+    node: str
+    ref: FunctionRef
+    self_class: ClassRef | None
+    ctx: FunctionContext
+    env: dict[str, Value]
+    calls: dict[int, CallSite] = field(default_factory=dict)  # keyed by id() of the libcst Call node
+
+
+@dataclass
+class CallGraph:
+    graph: nx.DiGraph
+    root: str
+    functions: dict[str, FunctionAnalysis]
+    targets: dict[str, ClassRef]  # target class name -> where it is defined (for those seen)
+
+    def reaching(self) -> set[str]:
+        sinks = [n for n in self.graph if n.startswith("target:")]
+        out: set[str] = set()
+        for s in sinks:
+            out |= nx.ancestors(self.graph, s)
+        return out
+
+    def chain(self, start: str) -> list[tuple[str, CallSite]]:
+        """The shortest path from a function down to a target, with the call site of each step."""
+        sinks = [n for n in self.graph if n.startswith("target:")]
+        best = None
+        for s in sinks:
+            if nx.has_path(self.graph, start, s):
+                path = nx.shortest_path(self.graph, start, s)
+                if best is None or (len(path), path) < (len(best), best):
+                    best = path
+        if best is None:
+            return []
+        return [(b, self.graph.edges[a, b]["site"]) for a, b in zip(best, best[1:])]
+
+
+class _Calls(cst.CSTVisitor):
+    """The calls inside one expression tree, not inside nested functions or lambdas."""
+
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    visitor = _Calls()
+    node.visit(visitor)
+    return visitor.calls
+
+
+class CallGraphBuilder:
+    """Analyses functions from the root forward outwards, to a fixed point of parameter values."""
+
+    def __init__(self, resolver: Resolver, targets: set[str]) -> None:
+        self.resolver = resolver
+        self.targets = targets
+        self.graph = nx.DiGraph()
+        self.functions: dict[str, FunctionAnalysis] = {}
+        self.envs: dict[str, dict[str, Value]] = {}
+        self.refs: dict[str, tuple[FunctionRef, ClassRef | None]] = {}
+        self.seen_targets: dict[str, ClassRef] = {}
+
+    def is_target(self, cls: ClassRef) -> bool:
+        return cls.name.rpartition(".")[2] in self.targets
+
+    def build(self, root: ClassRef) -> CallGraph:
+        forward = self.resolver.find_method(root, "forward")
+        if forward is None:
+            raise LookupError(f"{root.name} has no forward")
+        root_id = self._enqueue(forward, root, {})
+        for _ in range(MAX_ROUNDS):
+            pending = [n for n in self.envs if n not in self.functions or self.functions[n].env != self.envs[n]]
+            if not pending:
+                break
+            for n in sorted(pending):
+                self._analyse(n)
+        return CallGraph(self.graph, root_id, self.functions, self.seen_targets)
+
+    def _enqueue(self, ref: FunctionRef, self_class: ClassRef | None, args: dict[str, Value]) -> str:
+        nid = node_id(ref, self_class)
+        self.refs[nid] = (ref, self_class)
+        env = self.envs.setdefault(nid, {})
+        for k, v in args.items():
+            env[k] = join(env.get(k, frozenset()), v)
+        self.graph.add_node(nid)
+        return nid
+
+    def _analyse(self, nid: str) -> None:
+        ref, self_class = self.refs[nid]
+        ctx = self.resolver.function(ref)
+        if ctx is None:
+            return
+        env = self._full_env(ctx, self_class, self.envs[nid])
+        analysis = FunctionAnalysis(nid, ref, self_class, ctx, dict(self.envs[nid]))
+        self.functions[nid] = analysis
+        for old in list(self.graph.successors(nid)):
+            self.graph.remove_edge(nid, old)
+        for call in calls_in(ctx.node.body):
+            site, edges = self._call_site(call, ctx, env, self_class)
+            analysis.calls[id(call)] = site
+            for callee, args in edges:
+                self.graph.add_edge(nid, callee, site=site)
+                if not callee.startswith("target:"):
+                    ref2, cls2 = self.refs[callee]
+                    self._enqueue(ref2, cls2, args)
+
+    def _full_env(self, ctx: FunctionContext, self_class: ClassRef | None, args: dict[str, Value]) -> dict[str, Value]:
+        env: dict[str, Value] = {}
+        params = ctx.params
+        for i, name in enumerate(params):
+            if i == 0 and self_class is not None:
+                env[name] = one(Instance(self_class))
+            elif name in args:
+                env[name] = args[name]
+            else:
+                env[name] = DATA
+        return env
+
+    def _call_site(self, call: cst.Call, ctx: FunctionContext, env: dict[str, Value], self_class: ClassRef | None):
+        line, column, code = ctx.line(call), ctx.column(call), ctx.code(call)
+        if len(code) > 160:
+            code = code[:157] + "..."
+        func_value = self._callee(call, ctx, env, self_class)
+        arg_values = [self.resolver.eval(a.value, ctx, env) for a in call.args]
+        callees: list[str] = []
+        targets: list[str] = []
+        edges: list[tuple[str, dict[str, Value]]] = []
+        unresolved = []
+        for atom in sorted(func_value, key=repr):
+            if isinstance(atom, Instance):
+                cls = atom.cls
+                if self.is_target(cls):
+                    self.seen_targets.setdefault(cls.name.rpartition(".")[2], cls)
+                    targets.append(cls.name.rpartition(".")[2])
+                    edges.append((target_node(cls), {}))
+                    self.graph.add_node(target_node(cls))
+                    continue
+                if self.resolver.is_container(cls):
+                    continue
+                if self.resolver.is_external(cls.module):
+                    continue
+                fwd = self.resolver.find_method(cls, "forward")
+                if fwd is None or self.resolver.is_external(fwd.module):
+                    continue
+                nid = self._enqueue(fwd, cls, {})
+                callees.append(nid)
+                edges.append((nid, self._bind(fwd, call, arg_values, bound=True)))
+            elif isinstance(atom, Container):
+                if _holds_target(atom.elem, self):
+                    unresolved.append("calls a container of target modules (nn.Sequential): its layers can't be cut")
+            elif isinstance(atom, Function):
+                fref = atom.ref
+                if fref.module == "builtins" and fref.qualname in NON_CALLING_BUILTINS:
+                    continue
+                if fref.module == "builtins" or self.resolver.is_external(fref.module):
+                    if any(_holds_target(v, self) for v in arg_values):
+                        unresolved.append(f"{fref.qualname}() outside the analysed code receives target modules")
+                    continue
+                bound_cls = None
+                if atom.bound is not None:
+                    classes = [a.cls for a in atom.bound if isinstance(a, Instance)]
+                    bound_cls = classes[0] if classes else None
+                if bound_cls is None and not any(_may_hold_module(v) for v in arg_values):
+                    continue  # a plain function given no module can't reach one
+                nid = self._enqueue(fref, bound_cls, {})
+                callees.append(nid)
+                edges.append((nid, self._bind(fref, call, arg_values, bound=bound_cls is not None)))
+            elif isinstance(atom, Unknown):
+                unresolved.append(atom.reason)
+        args_hold_targets = any(_holds_target(v, self) for v in arg_values)
+        receiver_is_self = _rooted_at(call.func, ctx.params[0] if ctx.params and self_class else None)
+        reason = ""
+        if unresolved:
+            reason = sorted(set(unresolved))[0]
+        site = CallSite(
+            line=line,
+            column=column,
+            code=code,
+            callees=tuple(sorted(set(callees))),
+            targets=tuple(sorted(set(targets))),
+            unresolved=reason,
+            args_hold_targets=args_hold_targets,
+            receiver_is_self=receiver_is_self,
+        )
+        return site, edges
+
+    def _callee(self, call: cst.Call, ctx: FunctionContext, env: dict[str, Value], self_class: ClassRef | None) -> Value:
+        f = call.func
+        if (
+            isinstance(f, cst.Attribute)
+            and isinstance(f.value, cst.Call)
+            and isinstance(f.value.func, cst.Name)
+            and f.value.func.value == "super"
+            and self_class is not None
+        ):
+            owner = ctx.ref.owner
+            mro = self.resolver.mro(self_class)
+            after = mro[mro.index(owner) + 1 :] if owner in mro else mro[1:]
+            for cls in after:
+                method = self.resolver.find_method(cls, f.attr.value)
+                if method is not None:
+                    return one(Function(method, one(Instance(self_class))))
+            return frozenset()
+        return self.resolver.eval(f, ctx, env)
+
+    def _bind(self, callee: FunctionRef, call: cst.Call, values: list[Value], bound: bool) -> dict[str, Value]:
+        ctx = self.resolver.function(callee)
+        if ctx is None:
+            return {}
+        params = ctx.params[1:] if bound else ctx.params
+        out: dict[str, Value] = {}
+        positional = [v for a, v in zip(call.args, values) if a.keyword is None and not a.star]
+        for p, v in zip(params, positional):
+            out[p] = v
+        for a, v in zip(call.args, values):
+            if a.keyword is not None:
+                out[a.keyword.value] = v
+        return out
+
+
+def _may_hold_module(value: Value) -> bool:
+    return any(not isinstance(a, (Data, Constant, ClassObject, ConfigRef)) for a in value)
+
+
+def _holds_target(value: Value, builder: CallGraphBuilder, depth: int = 0) -> bool:
+    if depth > 4:
+        return False
+    for atom in value:
+        if isinstance(atom, Instance) and builder.is_target(atom.cls):
+            return True
+        if isinstance(atom, Container) and _holds_target(atom.elem, builder, depth + 1):
+            return True
+    return False
+
+
+def _rooted_at(node: cst.BaseExpression, name: str | None) -> bool:
+    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
+        node = node.value if not isinstance(node, cst.Call) else node.func
+    return name is not None and isinstance(node, cst.Name) and node.value == name

@@ -1,0 +1,205 @@
+"""The `staticexec` command: plan, explain, emit and verify architectures.
+
+Exit codes: 0 ok; 1 refused or not verified; 2 bad usage or bad input
+(one line on stderr, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+from .messages import Refused, UsageError
+
+DESCRIPTION = """\
+Static analysis of transformers model code. From the source alone, staticexec
+finds which statements of each forward can reach a call of a sequential
+target (usually the decoder layer), writes that down as a wrap plan, and
+emits the forward as a chain of plain Python subgraphs, one target call each.
+"""
+
+EPILOG = """\
+examples:
+  staticexec plan LlamaForCausalLM                 writes plans/LlamaForCausalLM.json
+  staticexec explain MistralForCausalLM            shows each statement's class and call chain
+  staticexec emit GPT2LMHeadModel                  prints the subgraphs of a tiny GPT-2
+  staticexec verify LlamaForCausalLM Qwen3ForCausalLM --attn both
+
+exit codes: 0 ok, 1 refused or not verified, 2 bad usage or input
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="staticexec", description=DESCRIPTION, epilog=EPILOG,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    def targets(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--targets", nargs="+", metavar="CLASS",
+                        help="sequential target class names (default: the model's _no_split_modules)")
+        sp.add_argument("--config", metavar="config.json",
+                        help="plan for this config instead of the config class's defaults")
+
+    sp = sub.add_parser("plan", help="analyse an architecture and write its wrap plan",
+                        description="Analyse ARCH's forward from its source and write DIR/ARCH.json.")
+    sp.add_argument("architecture", metavar="ARCH", help="model class name, e.g. LlamaForCausalLM")
+    targets(sp)
+    sp.add_argument("--out", default="plans", metavar="DIR", help="output folder (default: plans/)")
+
+    sp = sub.add_parser("explain", help="print each analysed statement's class and call chain",
+                        description="Print the analysed forwards of ARCH, marking each statement's class; for "
+                                    "every reaching statement, the call chain down to the target.")
+    sp.add_argument("architecture", metavar="ARCH")
+    targets(sp)
+
+    sp = sub.add_parser("emit", help="print the emitted subgraphs of a tiny model",
+                        description="Build a tiny random ARCH from its config class and print its subgraphs.")
+    sp.add_argument("architecture", metavar="ARCH")
+    targets(sp)
+
+    sp = sub.add_parser("verify", help="check architectures end to end on tiny models",
+                        description="For each ARCH: build a tiny random model, run its own forward and the "
+                                    "emitted subgraphs, and check that outputs are equal and every target runs "
+                                    "exactly once, in exactly one subgraph. Exit 0 only if all are ok.")
+    sp.add_argument("architectures", nargs="*", metavar="ARCH")
+    sp.add_argument("--targets", nargs="+", metavar="CLASS")
+    sp.add_argument("--attn", choices=["eager", "sdpa", "both"], default="eager",
+                    help="attention implementation(s) to verify with (default: eager)")
+    return p
+
+
+def _load_config(path: str | None):
+    if not path:
+        return None
+    from transformers import AutoConfig
+
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+        model_type = data.pop("model_type")
+    except (json.JSONDecodeError, KeyError) as exc:
+        raise UsageError(f"{path}: not a transformers config.json ({exc})") from exc
+    return AutoConfig.for_model(model_type, **data)
+
+
+def _check_targets(plan_targets: list[str] | None, arch: str) -> None:
+    del plan_targets, arch
+
+
+def cmd_plan(args) -> int:
+    from .api import analyse_architecture
+
+    plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
+    _check_requested(args.targets, plan)
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, f"{args.architecture}.json")
+    write_atomic(path, plan.to_json())
+    n = len(plan.doc["functions"])
+    print(f"{path}: {n} reaching functions, targets {', '.join(plan.targets)}")
+    return 0
+
+
+def _check_requested(requested: list[str] | None, plan) -> None:
+    if requested:
+        unseen = sorted(set(requested) - set(plan.doc["targets"]))
+        if unseen:
+            raise UsageError(f"target class {', '.join(unseen)} is not called from {plan.architecture}")
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write a whole file or nothing: a temporary file renamed into place."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def cmd_explain(args) -> int:
+    from .api import analyse_architecture
+    from .explain import explain
+
+    plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
+    _check_requested(args.targets, plan)
+    sys.stdout.write(explain(plan))
+    return 0
+
+
+def cmd_emit(args) -> int:
+    from . import tiny
+    from .api import analyse_architecture
+    from .emit import Emitter
+
+    try:
+        model = tiny.build_tiny_model(args.architecture, config=_load_config(args.config))
+    except tiny.UnknownArchitecture as exc:
+        raise UsageError(str(exc)) from exc
+    targets = args.targets or tiny.default_targets(model)
+    plan = analyse_architecture(args.architecture, targets, config=model.config)
+    sample = tiny.sample_inputs(model)
+    subgraphs = Emitter(plan, model, sample).emit()
+    for sg in subgraphs:
+        print(f"# subgraph {sg.index}: inputs {sorted(sg.input_names)} -> outputs {sorted(sg.output_names)}")
+        print(sg.source)
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .architectures import find_architecture
+    from .verify import verify
+
+    if not args.architectures:
+        raise UsageError("name at least one architecture")
+    for name in args.architectures:
+        find_architecture(name)
+    attns = ["eager", "sdpa"] if args.attn == "both" else [args.attn]
+    failed = 0
+    for name in args.architectures:
+        for attn in attns:
+            v = verify(name, attn_implementation=attn, targets=args.targets)
+            label = v.architecture if len(attns) == 1 else f"{v.architecture} [{attn}]"
+            v.architecture = label
+            print(v.line(), flush=True)
+            failed += not v.ok
+    return 1 if failed else 0
+
+
+COMMANDS = {"plan": cmd_plan, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        if not args.command:
+            raise UsageError("name a command: plan, explain, emit or verify (see `staticexec --help`)")
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"staticexec: {exc}", file=sys.stderr)
+        return 2
+    except Refused as exc:
+        print("staticexec: refused:", file=sys.stderr)
+        for m in exc.messages:
+            print(f"  {m}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""Cut the emitted straight-line program before each target call.
+
+Subgraph 0 runs everything before the first target call; subgraph k runs
+target call k and what follows it up to target call k+1. Names flow between
+subgraphs by name: a subgraph's inputs are the names it reads before it
+assigns them; its outputs are the names it assigns that a later subgraph
+reads. Modules are never passed between subgraphs: each subgraph binds the
+modules it uses from the model (`self__1 = self.model`).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Step:
+    """One emitted statement (or a few), where it comes from, and its context."""
+
+    code: str
+    origin: str
+    target: str | None = None  # dotted module path of the target this step calls
+    scopes: tuple[str, ...] = ()
+    modules: dict = field(default_factory=dict)  # module-bound names in effect here: name -> expression
+
+
+@dataclass
+class _Names:
+    loads: list[str]
+    definite: set[str]
+    maybe: set[str]
+
+
+def _names(code: str) -> _Names:
+    tree = ast.parse(code)
+    loads: list[str] = []
+    stores: set[str] = set()
+    definite: set[str] = set()
+    for top in tree.body:
+        if isinstance(top, ast.Assign):
+            for t in top.targets:
+                definite |= _target_names(t)
+        elif isinstance(top, (ast.AnnAssign, ast.AugAssign)) and getattr(top, "value", None) is not None:
+            definite |= _target_names(top.target)
+        elif isinstance(top, (ast.FunctionDef, ast.ClassDef)):
+            definite.add(top.name)
+    order: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                order.append((node.lineno, node.col_offset, node.id))
+            else:
+                stores.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            stores.add(node.name)
+        elif isinstance(node, ast.arg):
+            stores.add(node.arg)
+    _drop_inner_scopes(tree, order)
+    loads = [n for _, _, n in sorted(order)]
+    return _Names(loads, definite, stores - definite)
+
+
+def _drop_inner_scopes(tree: ast.AST, order: list) -> None:
+    """Names bound inside comprehensions, lambdas and local functions are not the frame's."""
+    inner: set[tuple[int, int, str]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Lambda, ast.FunctionDef)):
+            bound: set[str] = set()
+            if isinstance(node, ast.Lambda) or isinstance(node, ast.FunctionDef):
+                bound |= {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+            if isinstance(node, ast.FunctionDef):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load):
+                        bound.add(sub.id)
+            else:
+                for gen in getattr(node, "generators", []):
+                    bound |= _target_names(gen.target)
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load) and sub.id in bound:
+                    inner.add((sub.lineno, sub.col_offset, sub.id))
+    order[:] = [o for o in order if o not in inner]
+
+
+def _target_names(target: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+
+
+@dataclass
+class Piece:
+    """The steps of one subgraph, before code generation."""
+
+    steps: list[Step]
+    inputs: list[str] = field(default_factory=list)
+    maybe_inputs: set[str] = field(default_factory=set)
+    prelude: dict[str, str] = field(default_factory=dict)
+    outputs: list[str] = field(default_factory=list)
+
+
+def cut(steps: list[Step]) -> list[Piece]:
+    pieces = [Piece([])]
+    for step in steps:
+        if step.target is not None:
+            pieces.append(Piece([]))
+        pieces[-1].steps.append(step)
+    return pieces
+
+
+def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str) -> list:
+    from .run import Subgraph
+
+    pieces = cut(steps)
+    defined = set(input_names)  # names that exist before a piece runs, surely
+    maybe_defined: set[str] = set()
+    for piece in pieces:
+        local: set[str] = set()
+        inputs: list[str] = []
+        for step in piece.steps:
+            names = _names(step.code)
+            scope_loads = [n for s in step.scopes for n in _names(s).loads]
+            for name in scope_loads + names.loads:
+                if name in local or name in piece.prelude:
+                    continue
+                if name in step.modules:
+                    piece.prelude[name] = step.modules[name]
+                    continue
+                if name in defined or name in maybe_defined:
+                    if name not in inputs:
+                        inputs.append(name)
+                        if name not in defined:
+                            piece.maybe_inputs.add(name)
+            local |= names.definite | names.maybe
+        piece.inputs = inputs
+        stored = set()
+        for step in piece.steps:
+            n = _names(step.code)
+            defined |= n.definite
+            stored |= n.definite | n.maybe
+            maybe_defined |= n.maybe
+        piece.outputs = sorted(stored)
+    # keep only outputs a later piece reads (and the final output)
+    for i, piece in enumerate(pieces):
+        later = set()
+        for other in pieces[i + 1 :]:
+            later |= set(other.inputs)
+        keep = [n for n in piece.outputs if n in later]
+        if i == len(pieces) - 1:
+            keep = sorted(set(keep) | {output_name})
+        piece.outputs = keep
+    consumed: dict[int, set[str]] = {i: set() for i in range(len(pieces))}
+    for name in {n for p in pieces for n in p.inputs}:
+        last = max(i for i, p in enumerate(pieces) if name in p.inputs)
+        consumed[last].add(name)
+    return [
+        Subgraph.from_piece(i, len(pieces), piece, consumed[i], globals_, title)
+        for i, piece in enumerate(pieces)
+    ]
+
+
+def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
+    """The subgraph's function source, and for each line of it the model source line it came from."""
+    lines: list[str] = []
+    origins: list[tuple[int, str]] = []
+    params = ", ".join(
+        [f"{n}=_MISSING" if n in piece.maybe_inputs else n for n in piece.inputs]
+    )
+    sig = f"def subgraph_{index}(self{', *, ' + params if params else ''}):"
+    lines.append(sig)
+    for n in piece.inputs:
+        if n in piece.maybe_inputs:
+            lines.append(f"    if {n} is _MISSING:")
+            lines.append(f"        del {n}")
+    for name, expr in piece.prelude.items():
+        lines.append(f"    {name} = {expr}")
+    current: tuple[str, ...] = ()
+    for step in piece.steps:
+        if step.scopes != current:
+            current = step.scopes
+            if current:
+                lines.append("    with " + ", ".join(current) + ":")
+        indent = "        " if current else "    "
+        lines.append(f"{indent}# {step.origin}")
+        for code_line in step.code.rstrip("\n").split("\n"):
+            origins.append((len(lines) + 1, step.origin))
+            lines.append(f"{indent}{code_line}" if code_line.strip() else "")
+    lines.append("    _locals = locals()")
+    outs = ", ".join(repr(n) for n in piece.outputs)
+    lines.append(f"    return {{_n: _locals[_n] for _n in ({outs}{',' if len(piece.outputs) == 1 else ''}) if _n in _locals}}")
+    return "\n".join(lines) + "\n", origins
+
+
+def is_builtin(name: str) -> bool:
+    return hasattr(builtins, name)

@@ -1,0 +1,762 @@
+"""Stage 5, emit: turn a plan, a model instance and a sample input into subgraphs.
+
+Static and input conditions are decided, loops over target containers are
+unrolled (their length comes from the instance), reaching calls are inlined
+(parameters bound from the call's keyword dict, locals renamed `name__k`,
+`return` turned into an assignment, decorators modelled by the helpers in
+decorators.py), and the resulting straight-line program is cut before each
+target call. Opaque statements are copied from the model's source.
+
+Emission reads function sources through the plan's paths and hashes; it
+does not run jedi or the resolver.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import inspect
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from . import decorators as deco
+from .callgraph import calls_in, node_id
+from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, sample_value
+from .messages import DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
+from .plan import Plan, _blocks, exits
+from .source import ClassRef, FunctionRef, load_file, parse_function, sha256
+from .cut import Step, build_subgraphs
+
+RUNTIME = "_sx"
+OUTPUT = "forward_output"
+
+
+class _LoopExit(Exception):
+    """A decided `break` / `continue` ends the current unrolled iteration."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(kind)
+        self.kind = kind
+
+
+@dataclass
+class Frame:
+    """One function being emitted: the root forward or an inlined callee."""
+
+    index: int
+    node: str
+    entry: dict
+    fn: cst.FunctionDef
+    module_globals: dict
+    self_obj: Any
+    rename: dict[str, str]
+    values: dict[str, object]
+    result: str
+    origin_path: str
+    line_offset: int
+    scopes: tuple[str, ...] = ()
+    returned: bool = False
+    defined: set = field(default_factory=set)  # names of the frame assigned so far
+    exits: list = field(default_factory=list)  # decorator exits to run on the result, innermost first
+
+    def local(self, name: str) -> str:
+        return self.rename.get(name, name)
+
+
+class _Rewrite(cst.CSTTransformer):
+    """Rename names of one frame and replace one call by a variable."""
+
+    def __init__(self, rename: dict[str, str], replace: dict[int, str] | None = None) -> None:
+        self.rename = rename
+        self.replace = replace or {}
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        new = self.rename.get(original.value)
+        return updated.with_changes(value=new) if new else updated
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        return updated.with_changes(attr=original.attr)
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        return updated.with_changes(keyword=original.keyword)
+
+    def leave_Call(self, original: cst.Call, updated: cst.BaseExpression) -> cst.BaseExpression:
+        var = self.replace.get(id(original))
+        return cst.Name(var) if var else updated
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _stmt_code(stmt: cst.CSTNode) -> str:
+    code = cst.Module(body=[stmt]).code if isinstance(stmt, cst.BaseStatement) else _code(stmt)
+    return code.rstrip("\n") + "\n"
+
+
+def _bound_names(fn: cst.FunctionDef) -> set[str]:
+    from .resolve import _LocalBindings, param_names
+
+    visitor = _LocalBindings()
+    fn.body.visit(visitor)
+    names = set(visitor.bindings) | set(param_names(fn))
+
+    class Defs(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            names.add(node.name.value)
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            names.add(node.name.value)
+            return False
+
+        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+            target = node.asname.name if node.asname else node.name
+            if isinstance(target, cst.Name):
+                names.add(target.value)
+
+        def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+            if node.name is not None and isinstance(node.name.name, cst.Name):
+                names.add(node.name.name.value)
+
+    fn.body.visit(Defs())
+    return names
+
+
+def _loaded_names(code: str) -> set[str]:
+    tree = ast.parse(code)
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _literal(value: object) -> str | None:
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    if isinstance(value, float) and value == value and value not in (float("inf"), float("-inf")):
+        return repr(value)
+    if isinstance(value, (tuple, list)) and all(_literal(v) is not None for v in value):
+        return repr(value)
+    return None
+
+
+def _import_object(ref: FunctionRef) -> Any:
+    obj: Any = importlib.import_module(ref.module)
+    for part in ref.qualname.split("."):
+        obj = inspect.getattr_static(obj, part) if isinstance(obj, type) else getattr(obj, part)
+    if isinstance(obj, (staticmethod, classmethod)):
+        obj = obj.__func__
+    return inspect.unwrap(obj) if callable(obj) else obj
+
+
+def _function_ref(fn: Any) -> FunctionRef:
+    fn = inspect.unwrap(fn)
+    return FunctionRef(fn.__module__, fn.__qualname__)
+
+
+def _class_ref(cls: type) -> ClassRef:
+    return ClassRef(cls.__module__, cls.__qualname__)
+
+
+class Emitter:
+    """Emits the subgraphs of one model instance for one sample input signature."""
+
+    def __init__(self, plan: Plan, model: Any, sample_input: dict) -> None:
+        self.plan = plan
+        self.model = model
+        self.sample = sample_input
+        self.targets = set(plan.targets)
+        self.steps: list[Step] = []
+        self.frames = 0
+        self.globals: dict[str, Any] = {RUNTIME: deco}
+        self.paths = {id(m): name for name, m in model.named_modules(remove_duplicate=False)}
+        self._parsed: dict[str, tuple[cst.FunctionDef, int]] = {}
+        self.called_targets: list[str] = []
+        self.module_bindings: dict[str, str] = {}
+
+    # ----- entry point ---------------------------------------------------------------------
+
+    def emit(self) -> list:
+        root = self.plan.function(self.plan.root)
+        if root is None:
+            raise Refused([InstanceMismatch("", 0, f"the plan has no analysis of its root {self.plan.root}")])
+        expected = ClassRef.parse(root["self_class"])
+        actual = _class_ref(type(self.model))
+        if actual != expected:
+            raise Refused([InstanceMismatch("", 0, f"the plan is for {expected.name}, the model is {actual.name}")])
+        self._check_unresolved()
+        frame = self._frame(self.plan.root, root, self.model, rename=False, result=OUTPUT)
+        kw = {name: name for name in self.sample}
+        kw_values = {name: sample_value(value) for name, value in self.sample.items()}
+        self._bind(frame, kw_code="{" + ", ".join(f"{k!r}: {k}" for k in self.sample) + "}", kw_values=kw_values, open_kw=False)
+        del kw
+        self._body(frame)
+        self._finish(frame)
+        return build_subgraphs(
+            self.steps,
+            input_names=list(self.sample),
+            output_name=OUTPUT,
+            globals_=self.globals,
+            title=self.plan.architecture,
+        )
+
+    # ----- frames --------------------------------------------------------------------------
+
+    def _parse(self, entry: dict) -> tuple[cst.FunctionDef, int, str]:
+        key = entry["function"]
+        hit = self._parsed.get(key)
+        if hit is None:
+            ref = FunctionRef.parse(entry["function"])
+            module = importlib.import_module(ref.module)
+            sf = load_file(module.__file__, ref.module)
+            parsed = parse_function(sf, ref.qualname)
+            if parsed is None or parsed.source_hash != entry["source_hash"]:
+                raise Refused([InstanceMismatch(entry["path"], entry["lines"][0], f"the source of {ref.qualname} changed since the plan was made")])
+            hit = (parsed.node, parsed.line_offset, sf.path)
+            self._parsed[key] = hit
+        return hit
+
+    def _frame(self, node: str, entry: dict, self_obj: Any, rename: bool, result: str) -> Frame:
+        fn, offset, path = self._parse(entry)
+        ref = FunctionRef.parse(entry["function"])
+        module = importlib.import_module(ref.module)
+        index = self.frames
+        self.frames += 1
+        names = _bound_names(fn)
+        mapping = {n: f"{n}__{index}" for n in names} if rename else {}
+        frame = Frame(
+            index=index,
+            node=node,
+            entry=entry,
+            fn=fn,
+            module_globals=vars(module),
+            self_obj=self_obj,
+            rename=mapping,
+            values={},
+            result=result,
+            origin_path=path,
+            line_offset=offset,
+        )
+        self._import_globals(frame, names)
+        if entry["self_class"] is not None:
+            self_name = fn.params.params[0].name.value
+            frame.values[self_name] = self_obj
+            self.module_bindings[frame.local(self_name)] = self._path_expr(self_obj)
+        return frame
+
+    def _import_globals(self, frame: Frame, local_names: set[str]) -> None:
+        """Make the frame's module-level names available; rename those that clash across modules."""
+        loaded: set[str] = set()
+
+        class Loads(cst.CSTVisitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                loaded.add(node.value)
+
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                node.value.visit(self)
+                return False
+
+            def visit_Arg(self, node: cst.Arg) -> bool:
+                node.value.visit(self)
+                return False
+
+        frame.fn.body.visit(Loads())
+        frame.fn.params.visit(Loads())
+        for name in sorted(loaded - local_names):
+            if name in frame.module_globals:
+                obj = frame.module_globals[name]
+            elif hasattr(builtins, name):
+                continue
+            else:
+                continue
+            current = self.globals.get(name, obj)
+            if current is obj:
+                self.globals[name] = obj
+            else:
+                alias = f"{name}__g{frame.index}"
+                self.globals[alias] = obj
+                frame.rename[name] = alias
+
+    def _path_expr(self, module: Any) -> str:
+        path = self.paths.get(id(module))
+        if path is None:
+            raise Refused([InstanceMismatch("", 0, f"a {type(module).__name__} called by the forward is not a submodule of the model")])
+        expr = "self"
+        for part in path.split(".") if path else []:
+            expr += f"[{part}]" if part.isdigit() else (f".{part}" if part.isidentifier() else f"[{part!r}]")
+        return expr
+
+    def _origin(self, frame: Frame, line: int) -> str:
+        return f"{frame.origin_path}:{line}"
+
+    def _add(self, frame: Frame, code: str, line: int, *, target: str | None = None) -> None:
+        self.steps.append(
+            Step(code=code, origin=self._origin(frame, line), target=target, scopes=frame.scopes, modules=dict(self.module_bindings))
+        )
+
+    # ----- binding a call ------------------------------------------------------------------
+
+    def _bind(self, frame: Frame, kw_code: str, kw_values: dict[str, object], open_kw: bool) -> None:
+        """Bind the frame's parameters from a keyword dict, running decorator models around it."""
+        fn = frame.fn
+        kw = frame.local("kw") if False else f"kw__{frame.index}"
+        self._add(frame, f"{kw} = {kw_code}\n", self._line(frame, fn))
+        decorators = frame.entry.get("decorators", [])
+        self_name = fn.params.params[0].name.value if frame.entry["self_class"] is not None else None
+        self_var = frame.local(self_name) if self_name else "None"
+        param_names = [p for p in frame.entry["params"]]
+        for i, name in enumerate(decorators):
+            model = deco.MODELS[deco.base_name(name)]
+            if model.enter is None:
+                continue
+            state = f"dec{i}__{frame.index}"
+            extra = ""
+            if model.enter == "merge_with_config_defaults_enter":
+                extra = f", {tuple(param_names[1:])!r}"
+                self._merge_defaults(frame, kw_values)
+            elif model.enter == "capture_outputs_enter":
+                kwargs = deco.decorator_kwargs(name)
+                if "tie_last_hidden_states" in kwargs:
+                    extra = f", tie_last_hidden_states={kwargs['tie_last_hidden_states']!r}"
+                kw_values.pop("return_dict", None)
+            elif model.enter == "can_return_tuple_enter":
+                kw_values.pop("return_dict", None)
+            self._add(frame, f"{state} = {RUNTIME}.{model.enter}({self_var}, {kw}{extra})\n", self._line(frame, fn))
+            frame.exits.insert(0, (model, state, self_var))
+            if model.scope:
+                frame.scopes = frame.scopes + (f"{RUNTIME}.{model.scope}({state})",)
+        params = fn.params
+        plain = list(params.posonly_params) + list(params.params)
+        if self_name:
+            plain = plain[1:]
+        lines = []
+        for p in plain + list(params.kwonly_params):
+            pname = p.name.value
+            local = frame.local(pname)
+            if p.default is None:
+                lines.append(f"{local} = {kw}.pop({pname!r})")
+                frame.values[pname] = kw_values.get(pname, UNKNOWN)
+                continue
+            default_code, default_value = self._default(frame, p)
+            lines.append(f"{local} = {kw}.pop({pname!r}, {default_code})")
+            if pname in kw_values:
+                frame.values[pname] = kw_values.pop(pname)
+            elif open_kw:
+                frame.values[pname] = UNKNOWN
+            else:
+                frame.values[pname] = default_value
+        if isinstance(params.star_arg, cst.Param):
+            lines.append(f"{frame.local(params.star_arg.name.value)} = ()")
+            frame.values[params.star_arg.name.value] = ()
+        if params.star_kwarg is not None:
+            lines.append(f"{frame.local(params.star_kwarg.name.value)} = {kw}")
+            frame.values[params.star_kwarg.name.value] = UNKNOWN
+        self._add(frame, "\n".join(lines) + "\n", self._line(frame, fn))
+        frame.defined |= {p.name.value for p in plain + list(params.kwonly_params)}
+        if self_name:
+            frame.defined.add(self_name)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                frame.defined.add(star.name.value)
+
+    def _merge_defaults(self, frame: Frame, kw_values: dict[str, object]) -> None:
+        config = getattr(frame.self_obj, "config", None)
+        for name in deco._CONFIG_DEFAULTS:
+            value = kw_values.get(name)
+            if value is None:
+                value = getattr(config, name, None)
+            if value is None:
+                continue
+            if value is PRESENT:
+                continue
+            if name == "use_cache" and getattr(frame.self_obj, "gradient_checkpointing", False) and frame.self_obj.training:
+                value = False
+            kw_values[name] = value
+
+    def _default(self, frame: Frame, param: cst.Param) -> tuple[str, object]:
+        code = _code(param.default).strip()
+        try:
+            value = ast.literal_eval(code)
+            return code, value
+        except (ValueError, SyntaxError):
+            pass
+        ref = FunctionRef.parse(frame.entry["function"])
+        fn = _import_object(ref)
+        value = inspect.signature(fn).parameters[param.name.value].default
+        alias = f"default__{frame.index}_{param.name.value}"
+        self.globals[alias] = value
+        return alias, value
+
+    def _line(self, frame: Frame, node: cst.CSTNode) -> int:
+        return frame.entry["lines"][0]
+
+    def _finish(self, frame: Frame) -> None:
+        line = frame.entry["lines"][1]
+        if not frame.returned:
+            self._add(frame, f"{frame.result} = None\n", line)
+        for model, state, self_var in frame.exits:
+            self._add(frame, f"{frame.result} = {RUNTIME}.{model.exit}({self_var}, {state}, {frame.result})\n", line)
+
+    # ----- statements ----------------------------------------------------------------------
+
+    def _body(self, frame: Frame) -> None:
+        self._block(frame, list(frame.fn.body.body), frame.entry["statements"], top=True)
+
+    def _block(self, frame: Frame, stmts: list, entries: list[dict], top: bool = False) -> None:
+        i = 0
+        for n, entry in enumerate(entries):
+            if frame.returned:
+                return
+            kind = entry["kind"]
+            if kind == "opaque":
+                chunk = stmts[i : i + entry["count"]]
+                i += entry["count"]
+                later = any(e["kind"] != "opaque" for e in entries[n + 1 :])
+                self._opaque(frame, chunk, top=top, rest=stmts[i:] if top and not later else None, later=later)
+                if frame.returned:
+                    return
+                continue
+            stmt = stmts[i]
+            i += 1
+            line = entry["lines"][0]
+            if kind == "target":
+                self._target(frame, stmt, entry)
+            elif kind == "ancestor":
+                self._ancestor(frame, stmt, entry)
+            elif kind == "control" and entry["statement"] == "exit":
+                self._opaque(frame, [stmt], top=False, rest=None, later=True)
+            elif kind == "control":
+                self._control(frame, stmt, entry)
+            else:  # pragma: no cover - plan validation rejects other kinds
+                raise Refused([UnsupportedStatement(frame.entry["path"], line, f"unknown statement kind {kind!r}")])
+
+    def _opaque(self, frame: Frame, chunk: list, top: bool, rest: list | None, later: bool) -> None:
+        for k, stmt in enumerate(chunk):
+            line = self._stmt_line(frame, stmt)
+            if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in stmt.body):
+                ret = next(s for s in stmt.body if isinstance(s, cst.Return))
+                before = [s for s in stmt.body if s is not ret][: stmt.body.index(ret)]
+                for small in before:
+                    self._emit_small(frame, small, line)
+                value = _code(ret.value) if ret.value is not None else "None"
+                rewritten = _code(ret.value.visit(_Rewrite(frame.rename))) if ret.value is not None else "None"
+                del value
+                self._add(frame, f"{frame.result} = {rewritten}\n", line)
+                frame.returned = True
+                return
+            if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, (cst.Continue, cst.Break)) for s in stmt.body):
+                raise _LoopExit("break" if any(isinstance(s, cst.Break) for s in stmt.body) else "continue")
+            probe = exits(stmt)
+            if probe.loop_exit:
+                raise Refused([UnsupportedStatement(frame.entry["path"], line, "`break` / `continue` in code that runs around target calls")])
+            if probe.found:
+                if later or rest is None:
+                    raise Refused([UnsupportedStatement(frame.entry["path"], line, "a `return` nested in code that is followed by target calls")])
+                self._tail(frame, chunk[k:] + [s for s in rest], line)
+                return
+            self._emit_stmt(frame, stmt, line)
+            self._forget_stores(frame, stmt)
+
+    def _stmt_line(self, frame: Frame, stmt: cst.CSTNode) -> int:
+        # emission has no position metadata; the origin line is looked up from the statement's text
+        return self._line_of(frame, stmt)
+
+    def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
+        cache = getattr(frame, "_lines", None)
+        if cache is None:
+            cache = {}
+            wrapper = cst.MetadataWrapper(cst.Module(body=[frame.fn]), unsafe_skip_copy=True)
+            from libcst.metadata import PositionProvider
+
+            positions = wrapper.resolve(PositionProvider)
+            for node, pos in positions.items():
+                if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
+                    cache[id(node)] = pos.start.line + frame.line_offset
+            frame._lines = cache  # type: ignore[attr-defined]
+        return cache.get(id(stmt), frame.entry["lines"][0])
+
+    def _emit_stmt(self, frame: Frame, stmt: cst.CSTNode, line: int) -> None:
+        code = _stmt_code(stmt.visit(_Rewrite(frame.rename)))
+        self._add(frame, code, line)
+
+    def _emit_small(self, frame: Frame, small: cst.BaseSmallStatement, line: int) -> None:
+        code = _code(small.visit(_Rewrite(frame.rename))).strip() + "\n"
+        self._add(frame, code, line)
+
+    def _forget_stores(self, frame: Frame, stmt: cst.CSTNode) -> None:
+        """Names an opaque statement assigns are no longer known at emit time."""
+        from .resolve import _LocalBindings
+
+        visitor = _LocalBindings()
+        stmt.visit(visitor)
+        for name in visitor.bindings:
+            frame.values[name] = UNKNOWN
+            frame.defined.add(name)
+            self.module_bindings.pop(frame.local(name), None)
+
+    def _tail(self, frame: Frame, stmts: list, line: int) -> None:
+        """Opaque statements with nested returns that end the function run as a local function."""
+        body = "".join(_stmt_code(s.visit(_Rewrite(frame.rename))) for s in stmts)
+        loads = _loaded_names(body)
+        known = {frame.local(n) for n in frame.defined}
+        params = sorted(n for n in loads if n in known)
+        name = f"tail__{frame.index}"
+        indented = "".join("    " + l if l.strip() else l for l in body.splitlines(True))
+        code = f"def {name}({', '.join(params)}):\n{indented}{frame.result} = {name}({', '.join(params)})\n"
+        self._add(frame, code, line)
+        frame.returned = True
+
+    # target, ancestor, control ------------------------------------------------------------
+
+    def _call_node(self, stmt: cst.CSTNode, entry: dict) -> cst.Call:
+        calls = calls_in(stmt)
+        index = entry["call"].get("index", 0)
+        if index >= len(calls):
+            raise Refused([InstanceMismatch("", entry["lines"][0], "the plan's call site is not in the source")])
+        return calls[index]
+
+    def _concrete(self, frame: Frame, expr: cst.BaseExpression, line: int) -> Any:
+        try:
+            return evaluate(_code(expr), frame.values, frame.module_globals)
+        except Undecidable as exc:
+            raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{_code(expr).strip()}`: {exc}")]) from exc
+
+    def _target(self, frame: Frame, stmt: cst.CSTNode, entry: dict) -> None:
+        line = entry["lines"][0]
+        call = self._call_node(stmt, entry)
+        module = self._concrete(frame, call.func, line)
+        name = type(module).__name__
+        if name not in self.targets:
+            self._not_a_target(frame, stmt, module, line)
+            return
+        path = self._path_expr(module)
+        if path in self.called_targets:
+            raise Refused([UnsupportedStatement(frame.entry["path"], line, f"{path} would be called twice")])
+        self.called_targets.append(path)
+        code = _stmt_code(stmt.visit(_Rewrite(frame.rename)))
+        self.steps.append(
+            Step(code=code, origin=self._origin(frame, line), target=path[len("self.") :] if path != "self" else "",
+                 scopes=frame.scopes, modules=dict(self.module_bindings))
+        )
+        self._forget_stores(frame, stmt)
+
+    def _not_a_target(self, frame: Frame, stmt: cst.CSTNode, module: Any, line: int) -> None:
+        if self._holds_target(module):
+            raise Refused([InstanceMismatch(frame.entry["path"], line, f"{type(module).__name__} holds targets but the plan does not analyse it")])
+        self._emit_stmt(frame, stmt, line)
+        self._forget_stores(frame, stmt)
+
+    def _holds_target(self, module: Any) -> bool:
+        if not hasattr(module, "modules"):
+            return False
+        return any(type(m).__name__ in self.targets for m in module.modules())
+
+    def _ancestor(self, frame: Frame, stmt: cst.CSTNode, entry: dict) -> None:
+        line = entry["lines"][0]
+        call = self._call_node(stmt, entry)
+        callee = self._concrete(frame, call.func, line)
+        bound = getattr(callee, "__self__", None)
+        if hasattr(callee, "forward") and hasattr(callee, "_modules"):
+            fn = type(callee).forward
+            self_obj = callee
+        elif bound is not None and hasattr(bound, "_modules"):
+            fn = callee.__func__
+            self_obj = bound
+        elif inspect.isfunction(callee):
+            fn = callee
+            self_obj = None
+        else:
+            raise Refused([UnresolvedCall(frame.entry["path"], line, f"`{_code(call.func).strip()}` is a {type(callee).__name__} at emit time")])
+        nid = node_id(_function_ref(fn), _class_ref(type(self_obj)) if self_obj is not None else None)
+        entry2 = self.plan.function(nid)
+        if entry2 is None:
+            if self_obj is not None and not self._holds_target(self_obj):
+                self._emit_stmt(frame, stmt, line)
+                self._forget_stores(frame, stmt)
+                return
+            raise Refused([InstanceMismatch(frame.entry["path"], line, f"the plan has no analysis of {nid}")])
+        result = f"ret__{self.frames}"
+        inner = self._frame(nid, entry2, self_obj, rename=True, result=result)
+        inner.scopes = frame.scopes
+        kw_code, kw_values, open_kw = self._call_kwargs(frame, inner, call, self_obj is not None, line)
+        self._bind(inner, kw_code, kw_values, open_kw)
+        self._body(inner)
+        self._finish(inner)
+        rest = stmt.visit(_Rewrite(frame.rename, {id(call): result}))
+        self._add(frame, _stmt_code(rest), line)
+        self._forget_stores(frame, stmt)
+
+    def _call_kwargs(self, frame: Frame, inner: Frame, call: cst.Call, bound: bool, line: int):
+        params = inner.fn.params
+        positional = [p.name.value for p in list(params.posonly_params) + list(params.params)]
+        if bound:
+            positional = positional[1:]
+        items: list[str] = []
+        values: dict[str, object] = {}
+        open_kw = False
+        extra_positional: list[str] = []
+        pos_index = 0
+        for arg in call.args:
+            code = _code(arg.value.visit(_Rewrite(frame.rename))).strip()
+            if arg.star == "*":
+                raise Refused([UnsupportedStatement(frame.entry["path"], line, "`*args` passed to an inlined call")])
+            if arg.star == "**":
+                items.append(f"**{code}")
+                splat = self._arg_value(frame, arg.value)
+                if isinstance(splat, dict):
+                    values.update(splat)
+                else:
+                    open_kw = True
+                continue
+            if arg.keyword is None:
+                if pos_index < len(positional):
+                    name = positional[pos_index]
+                    pos_index += 1
+                    items.append(f"{name!r}: {code}")
+                    values[name] = self._arg_value(frame, arg.value)
+                else:
+                    extra_positional.append(code)
+                continue
+            items.append(f"{arg.keyword.value!r}: {code}")
+            values[arg.keyword.value] = self._arg_value(frame, arg.value)
+        if extra_positional:
+            raise Refused([UnsupportedStatement(frame.entry["path"], line, "more positional arguments than parameters in an inlined call")])
+        return "{" + ", ".join(items) + "}", values, open_kw
+
+    def _arg_value(self, frame: Frame, expr: cst.BaseExpression) -> object:
+        try:
+            return evaluate(_code(expr), frame.values, frame.module_globals)
+        except Undecidable:
+            if isinstance(expr, cst.Name) and frame.values.get(expr.value) is PRESENT:
+                return PRESENT
+            return UNKNOWN
+
+    def _control(self, frame: Frame, stmt: cst.CSTNode, entry: dict) -> None:
+        line = entry["lines"][0]
+        kind = entry["statement"]
+        if kind == "if":
+            if entry["condition"]["class"] == "dynamic":
+                raise Refused([DynamicCondition(frame.entry["path"], line, f"`{entry['condition']['code']}`")])
+            taken = self._decide(frame, stmt.test, line)
+            blocks = dict(_blocks(stmt))
+            if taken:
+                self._block(frame, blocks["body"], entry["body"])
+            else:
+                self._block(frame, blocks.get("orelse", []), entry.get("orelse", []))
+        elif kind == "for":
+            self._unroll(frame, stmt, entry, line)
+        elif kind == "with":
+            items = ", ".join(_code(i.visit(_Rewrite(frame.rename))).strip() for i in stmt.items)
+            if any(i.asname is not None for i in stmt.items):
+                raise Refused([UnsupportedStatement(frame.entry["path"], line, "`with ... as` around target calls")])
+            saved = frame.scopes
+            frame.scopes = frame.scopes + (items,)
+            self._block(frame, list(stmt.body.body), entry["body"])
+            frame.scopes = saved
+        else:
+            raise Refused([UnsupportedStatement(frame.entry["path"], line, f"`{kind}` around target calls")])
+
+    def _decide(self, frame: Frame, test: cst.BaseExpression, line: int) -> bool:
+        value = self._concrete(frame, test, line)
+        try:
+            return bool(value)
+        except Undecidable as exc:
+            raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{_code(test).strip()}`: {exc}")]) from exc
+
+    def _unroll(self, frame: Frame, stmt: cst.For, entry: dict, line: int) -> None:
+        items = list(self._concrete(frame, stmt.iter, line))
+        for item in items:
+            if frame.returned:
+                return
+            self._bind_loop_target(frame, stmt.target, item, line)
+            try:
+                self._block(frame, list(stmt.body.body), entry["body"])
+            except _LoopExit as exit_:
+                if exit_.kind == "break":
+                    return
+
+    def _bind_loop_target(self, frame: Frame, target: cst.BaseExpression, value: Any, line: int) -> None:
+        if isinstance(target, (cst.Tuple, cst.List)):
+            parts = list(value)
+            if len(parts) != len(target.elements):
+                raise Refused([UnsupportedStatement(frame.entry["path"], line, "loop target does not unpack")])
+            for el, part in zip(target.elements, parts):
+                self._bind_loop_target(frame, el.value, part, line)
+            return
+        if not isinstance(target, cst.Name):
+            raise Refused([UnsupportedStatement(frame.entry["path"], line, "a loop target that is not a name")])
+        name = target.value
+        local = frame.local(name)
+        frame.values[name] = value
+        frame.defined.add(name)
+        if hasattr(value, "_modules"):
+            self.module_bindings[local] = self._path_expr(value)
+            return
+        literal = _literal(value)
+        if literal is None:
+            alias = f"const__{len(self.globals)}"
+            self.globals[alias] = value
+            literal = alias
+        self.module_bindings.pop(local, None)
+        self._add(frame, f"{local} = {literal}\n", line)
+
+    # ----- soundness checks ----------------------------------------------------------------
+
+    def _check_unresolved(self) -> None:
+        """An unresolved call in a function whose instances hold targets could hide a target call."""
+        classes = {}
+        for m in self.model.modules():
+            classes.setdefault(_class_ref(type(m)), []).append(m)
+        problems: list[Message] = []
+        for item in self.plan.doc.get("unresolved", []):
+            if not item.get("receiver_is_self"):
+                continue
+            node = item["function"]
+            self_class = node.partition("[")[2].rstrip("]") or None
+            entry = self.plan.function(node)
+            cls = None
+            if entry is not None and entry.get("self_class"):
+                cls = ClassRef.parse(entry["self_class"])
+            elif self_class:
+                cls = ClassRef.parse(self_class) if ":" in self_class else ClassRef(node.partition(":")[0], self_class)
+            else:
+                owner = FunctionRef.parse(node).owner
+                cls = owner
+            if cls is None:
+                continue
+            for m in classes.get(cls, []):
+                expr = item["call"].partition("(")[0]
+                obj = self._receiver(m, expr)
+                if obj is not None and self._holds_target(obj):
+                    problems.append(UnresolvedCall(item["path"], item["line"], f"`{item['call']}`: {item['reason']}"))
+                    break
+        if problems:
+            raise Refused(problems)
+
+    def _receiver(self, module: Any, expr: str) -> Any:
+        """What `self.a.b` is on an instance, without calling anything."""
+        parts = expr.split(".")
+        if not parts or parts[0] != "self":
+            return None
+        obj = module
+        for part in parts[1:]:
+            if not part.isidentifier():
+                return None
+            try:
+                obj = inspect.getattr_static(obj, part)
+            except AttributeError:
+                sub = getattr(obj, "_modules", {}).get(part) if hasattr(obj, "_modules") else None
+                if sub is None:
+                    return None
+                obj = sub
+            if isinstance(obj, property):
+                return None
+        bound = getattr(obj, "__self__", None)
+        return bound if bound is not None else obj
+
+
+def subgraphs_from_plan(plan: Plan, model: Any, sample_input: dict) -> list:
+    return Emitter(plan, model, sample_input).emit()

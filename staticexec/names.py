@@ -1,0 +1,83 @@
+"""Name resolution across files with jedi's `goto`.
+
+jedi answers "where is the name at this position defined?", following
+imports (modular-generated model files import from sibling model folders).
+We never ask jedi to infer types: the resolver evaluates right-hand sides
+itself, which is faster and knows the rules jedi can't.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import jedi
+
+from .source import SourceFile, known_module, load_file
+
+
+@dataclass(frozen=True)
+class Definition:
+    """Where a name is defined: a module, the qualified name in it, and the kind jedi reports."""
+
+    module: str
+    qualname: str
+    kind: str  # "class", "function", "module", "statement", "param", "instance"
+    path: str | None
+    line: int | None
+
+
+class NameResolver:
+    """jedi `goto`, one Script per file, answers cached by position."""
+
+    def __init__(self) -> None:
+        self._scripts: dict[str, jedi.Script] = {}
+        self._answers: dict[tuple[str, str, int, int], Definition | None] = {}
+        self._projects: dict[str, jedi.Project] = {}
+
+    def _script(self, sf: SourceFile) -> jedi.Script:
+        script = self._scripts.get(sf.path)
+        if script is None or self._scripts_hash.get(sf.path) != sf.hash:
+            root = sf.path[: -len(sf.relpath)].rstrip(os.sep) or os.path.dirname(sf.path)
+            project = self._projects.get(root)
+            if project is None:
+                project = self._projects[root] = jedi.Project(root, smart_sys_path=False)
+            script = jedi.Script(sf.text, path=sf.path, project=project)
+            self._scripts[sf.path] = script
+            self._scripts_hash[sf.path] = sf.hash
+        return script
+
+    _scripts_hash: dict[str, str] = {}
+
+    def goto(self, sf: SourceFile, line: int, column: int) -> Definition | None:
+        """The definition of the name at (line, column) of a file (1-based line, 0-based column)."""
+        key = (sf.path, sf.hash, line, column)
+        if key in self._answers:
+            return self._answers[key]
+        answer = None
+        try:
+            names = self._script(sf).goto(line, column, follow_imports=True)
+        except Exception:  # jedi can fail on exotic code; the caller reports it as unresolved
+            names = []
+        for name in names:
+            full = name.full_name
+            path = str(name.module_path) if name.module_path else None
+            jedi_module = name.module_name
+            if not full or not jedi_module:
+                continue
+            qual = full[len(jedi_module) + 1 :] if full.startswith(jedi_module + ".") else full
+            known = known_module(path)
+            if name.type == "module":
+                module, qual = (known or full), ""
+            else:
+                module = known or jedi_module
+            answer = Definition(module, qual, name.type, path, name.line)
+            break
+        self._answers[key] = answer
+        return answer
+
+
+def load_definition_file(defn: Definition) -> SourceFile | None:
+    if not defn.path or not defn.path.endswith(".py"):
+        return None
+    return load_file(defn.path, defn.module)

@@ -1,0 +1,952 @@
+"""Stage 2, resolve: which classes can an expression such as `self.layers[i]` hold?
+
+jedi finds where names are defined; this module evaluates the right-hand
+sides itself, with explicit rules for what jedi can't know:
+`nn.ModuleList` / `nn.Sequential` / `nn.ModuleDict` element types (list
+literals, comprehensions, lists built with `.append`, module-level dicts of
+layer classes, helper methods returning the list), conditional constructors
+(a union), attributes set in a parent `__init__` (the MRO),
+`getattr(self, self.base_model_prefix)`, `Cls._from_config(config.x)` and
+`AutoModel.from_config(config.x)` through transformers' auto mapping names
+and the sub-config's `model_type`. Nothing is instantiated but configs.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import PositionProvider
+
+from .names import Definition, NameResolver, load_definition_file
+from .source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module, parse_function
+from .values import (
+    DATA,
+    EMPTY,
+    ClassObject,
+    Constant,
+    Container,
+    Data,
+    Function,
+    Instance,
+    Items,
+    Mapping,
+    Unknown,
+    Value,
+    join,
+    one,
+    unknown,
+)
+
+CONTAINERS = {
+    ("torch.nn.modules.container", "ModuleList"),
+    ("torch.nn.modules.container", "Sequential"),
+    ("torch.nn.modules.container", "ModuleDict"),
+}
+ITER_BUILTINS = {"list", "tuple", "reversed", "iter", "sorted", "set"}
+DATA_BUILTINS = {
+    "len", "isinstance", "issubclass", "hasattr", "callable", "int", "float", "bool", "str",
+    "min", "max", "sum", "any", "all", "abs", "round", "print", "type", "id", "repr", "hash", "divmod",
+}
+FACTORY_METHODS = {"from_config", "_from_config"}
+
+
+@dataclass(frozen=True)
+class ConfigRef:
+    """A config object the resolver holds (the root config or a sub-config), by its access path."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class Factory:
+    """`Cls.from_config` / `Cls._from_config` before it is called."""
+
+    cls: ClassRef
+
+
+@dataclass
+class FunctionContext:
+    """A parsed function with positions, its local bindings and where it sits in its file."""
+
+    ref: FunctionRef
+    sf: SourceFile
+    module: cst.Module
+    node: cst.FunctionDef
+    positions: object
+    line_offset: int
+    indent: int
+    source_hash: str
+    params: list[str]
+    locals: dict[str, list[tuple[str, object, object]]] = field(default_factory=dict)
+
+    def line(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line + self.line_offset
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        pos = self.positions[node]
+        return (pos.start.line + self.line_offset, pos.end.line + self.line_offset)
+
+    def column(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.column + self.indent
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node).strip()
+
+
+def param_names(fn: cst.FunctionDef) -> list[str]:
+    p = fn.params
+    names = [a.name.value for a in (*p.posonly_params, *p.params)]
+    if isinstance(p.star_arg, cst.Param):
+        names.append(p.star_arg.name.value)
+    names += [a.name.value for a in p.kwonly_params]
+    if p.star_kwarg is not None:
+        names.append(p.star_kwarg.name.value)
+    return names
+
+
+class _LocalBindings(cst.CSTVisitor):
+    """Every way a function binds a local name, flow-insensitively (the resolver joins them)."""
+
+    def __init__(self) -> None:
+        self.bindings: dict[str, list[tuple[str, object, object]]] = {}
+
+    def _bind(self, target: cst.BaseExpression, kind: str, value: object, extra: object = None) -> None:
+        if isinstance(target, cst.Name):
+            self.bindings.setdefault(target.value, []).append((kind, value, extra))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for i, el in enumerate(target.elements):
+                inner = el.value
+                if isinstance(el, cst.StarredElement):
+                    self._bind(inner, "unknown", None)
+                else:
+                    self._bind(inner, "item", (kind, value, extra), i)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._bind(t.target, "expr", node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, "expr", node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, "expr", node.value)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, "expr", node.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target, "iter", node.iter)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name, "unknown", None)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if (
+            isinstance(f, cst.Attribute)
+            and isinstance(f.value, cst.Name)
+            and f.attr.value in ("append", "extend", "insert")
+            and node.args
+        ):
+            kind = "append" if f.attr.value == "append" else "extend"
+            arg = node.args[-1].value
+            self.bindings.setdefault(f.value.value, []).append((kind, arg, None))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+class Resolver:
+    """Evaluates expressions of model code to abstract values (see values.py)."""
+
+    def __init__(self, config: object | None = None) -> None:
+        self.names = NameResolver()
+        self.configs: dict[str, object] = {}
+        if config is not None:
+            self.configs["config"] = config
+        self.class_configs: dict[ClassRef, str] = {}
+        self._functions: dict[FunctionRef, FunctionContext | None] = {}
+        self._attrs: dict[tuple[ClassRef, str], Value] = {}
+        self._returns: dict[FunctionRef, Value] = {}
+        self._mro: dict[ClassRef, list[ClassRef]] = {}
+        self._active: set = set()
+        self.model_types: set[str] = set()
+
+    # ----- classes -------------------------------------------------------------------------
+
+    def class_def(self, ref: ClassRef) -> tuple[SourceFile, ast.ClassDef] | None:
+        sf = load_module(ref.module)
+        if sf is None:
+            return None
+        node = sf.find_class(ref.name)
+        return (sf, node) if node is not None else None
+
+    def lookup_global(self, sf: SourceFile, name: str, line: int, column: int) -> Definition | None:
+        return self.names.goto(sf, line, column)
+
+    def bases(self, ref: ClassRef) -> list[ClassRef]:
+        found = self.class_def(ref)
+        if found is None:
+            return []
+        sf, node = found
+        out = []
+        for base in node.bases:
+            target = base
+            while isinstance(target, ast.Subscript):  # Generic[...]
+                target = target.value
+            col = target.col_offset
+            if isinstance(target, ast.Attribute):
+                col = target.end_col_offset - len(target.attr)
+            defn = self.names.goto(sf, target.end_lineno, col)
+            if defn is not None and defn.kind == "class":
+                out.append(ClassRef(defn.module, defn.qualname))
+        return out
+
+    def mro(self, ref: ClassRef) -> list[ClassRef]:
+        """Python's C3 linearisation over the statically resolved bases."""
+        cached = self._mro.get(ref)
+        if cached is not None:
+            return cached
+        self._mro[ref] = [ref]  # recursion guard for broken hierarchies
+        seqs = [list(self.mro(b)) for b in self.bases(ref)]
+        seqs.append(list(self.bases(ref)))
+        order = [ref]
+        while True:
+            seqs = [s for s in seqs if s]
+            if not seqs:
+                break
+            for seq in seqs:
+                head = seq[0]
+                if not any(head in s[1:] for s in seqs):
+                    break
+            else:  # inconsistent: fall back to depth-first order
+                head = seqs[0][0]
+            order.append(head)
+            for s in seqs:
+                if s and s[0] == head:
+                    del s[0]
+        self._mro[ref] = order
+        return order
+
+    def class_names(self, ref: ClassRef) -> set[str]:
+        return {c.name.rpartition(".")[2] for c in self.mro(ref)}
+
+    def is_container(self, ref: ClassRef) -> bool:
+        return any((c.module, c.name) in CONTAINERS for c in self.mro(ref))
+
+    def is_external(self, ref_module: str) -> bool:
+        """Code we never analyse: torch and the standard library (their modules hold no targets)."""
+        return ref_module.split(".")[0] in ("torch", "builtins", "typing", "functools", "collections", "math")
+
+    def find_method(self, cls: ClassRef, name: str) -> FunctionRef | None:
+        for c in self.mro(cls):
+            found = self.class_def(c)
+            if found is None:
+                continue
+            sf, node = found
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                    return FunctionRef(c.module, f"{c.name}.{name}")
+                if isinstance(item, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in item.targets
+                ):
+                    return None  # a class attribute shadows inherited methods
+        return None
+
+    def is_property(self, fref: FunctionRef) -> bool:
+        sf = load_module(fref.module)
+        node = function_node(sf, fref.qualname) if sf else None
+        return node is not None and any(
+            isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in node.decorator_list
+        )
+
+    def class_constant(self, cls: ClassRef, name: str) -> Value:
+        """A class-body assignment such as `base_model_prefix = "model"`, through the MRO."""
+        for c in self.mro(cls):
+            found = self.class_def(c)
+            if found is None:
+                continue
+            _, node = found
+            for item in node.body:
+                targets = []
+                if isinstance(item, ast.Assign):
+                    targets = item.targets
+                elif isinstance(item, ast.AnnAssign) and item.value is not None:
+                    targets = [item.target]
+                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                    value = item.value
+                    if isinstance(value, ast.Constant):
+                        return one(Constant(value.value))
+                    return DATA
+        return EMPTY
+
+    # ----- module attributes ---------------------------------------------------------------
+
+    def attribute(self, cls: ClassRef, attr: str) -> Value:
+        """What `self.<attr>` can hold for an instance of `cls`: every `self.attr = ...` in its MRO's methods."""
+        key = (cls, attr)
+        if key in self._attrs:
+            return self._attrs[key]
+        self._attrs[key] = EMPTY  # recursion guard
+        values: list[Value] = []
+        for c in self.mro(cls):
+            if self.is_external(c.module):
+                continue
+            found = self.class_def(c)
+            if found is None:
+                continue
+            sf, node = found
+            for item in node.body:
+                if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                if not _assigns_self_attr(item, attr):
+                    continue
+                ctx = self.function(FunctionRef(c.module, f"{c.name}.{item.name}"))
+                if ctx is not None:
+                    found = self._self_attr_values(ctx, cls, attr)
+                    if found:
+                        values.append(found)
+        result = join(*values)
+        if not values:
+            const = self.class_constant(cls, attr)
+            if const:
+                result = const
+            else:
+                method = self.find_method(cls, attr)
+                if method is not None:
+                    if self.is_property(method):
+                        result = self.returns(method, one(Instance(cls)))
+                    else:
+                        result = one(Function(method, one(Instance(cls))))
+        self._attrs[key] = result
+        return result
+
+    def attribute_names(self, cls: ClassRef) -> list[str]:
+        """Names assigned as `self.<name> = ...` in the class's own (non-torch) methods, in source order."""
+        names: list[str] = []
+        for c in self.mro(cls):
+            if self.is_external(c.module):
+                continue
+            found = self.class_def(c)
+            if found is None:
+                continue
+            for node in ast.walk(found[1]):
+                if (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.ctx, ast.Store)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id == "self"
+                    and node.attr not in names
+                ):
+                    names.append(node.attr)
+        return names
+
+    def submodule_classes(self, cls: ClassRef, depth: int = 4) -> set[ClassRef]:
+        """Classes an instance may hold below it, following resolved attributes (containers included)."""
+        seen: set[ClassRef] = set()
+        frontier = [cls]
+        for _ in range(depth):
+            nxt = []
+            for c in frontier:
+                for name in self.attribute_names(c):
+                    for k in _instance_classes(self.attribute(c, name)):
+                        if k not in seen:
+                            seen.add(k)
+                            nxt.append(k)
+            frontier = nxt
+        return seen
+
+    def _self_attr_values(self, ctx: FunctionContext, cls: ClassRef, attr: str) -> Value:
+        env = self.method_env(ctx, cls)
+        found: list[Value] = []
+
+        class Finder(cst.CSTVisitor):
+            def visit_Assign(inner, node: cst.Assign) -> None:
+                for t in node.targets:
+                    if _is_self_attr(t.target, attr):
+                        found.append(self.eval(node.value, ctx, env))
+                    elif isinstance(t.target, (cst.Tuple, cst.List)) and any(
+                        _is_self_attr(e.value, attr) for e in t.target.elements
+                    ):
+                        found.append(unknown(f"self.{attr} is assigned by unpacking", ctx.line(node)))
+
+            def visit_AnnAssign(inner, node: cst.AnnAssign) -> None:
+                if node.value is not None and _is_self_attr(node.target, attr):
+                    found.append(self.eval(node.value, ctx, env))
+
+            def visit_Call(inner, node: cst.Call) -> None:
+                f = node.func
+                if (
+                    isinstance(f, cst.Attribute)
+                    and f.attr.value in ("append", "extend", "insert", "add_module")
+                    and _is_self_attr(f.value, attr)
+                    and node.args
+                ):
+                    v = self.eval(node.args[-1].value, ctx, env)
+                    if f.attr.value == "extend":
+                        v = self.element(v)
+                    found.append(one(Container(v)))
+
+        ctx.node.body.visit(Finder())
+        return join(*found)
+
+    def method_env(self, ctx: FunctionContext, cls: ClassRef) -> dict[str, Value]:
+        """Parameters of a method analysed for an instance of `cls`: `config` is the class's config."""
+        env: dict[str, Value] = {}
+        for i, name in enumerate(ctx.params):
+            if i == 0 and name == "self":
+                env[name] = one(Instance(cls))
+            elif name == "config":
+                env[name] = one(ConfigRef(self.class_configs.get(cls, "config")))
+            else:
+                env[name] = DATA
+        return env
+
+    # ----- functions -----------------------------------------------------------------------
+
+    def function(self, ref: FunctionRef) -> FunctionContext | None:
+        if ref in self._functions:
+            return self._functions[ref]
+        ctx = None
+        sf = load_module(ref.module)
+        if sf is not None:
+            parsed = parse_function(sf, ref.qualname)
+            if parsed is not None:
+                wrapper = cst.MetadataWrapper(parsed.module, unsafe_skip_copy=True)
+                positions = wrapper.resolve(PositionProvider)
+                node = function_node(sf, ref.qualname)
+                line = sf.lines[node.lineno - 1]
+                indent = len(line) - len(line.lstrip())
+                visitor = _LocalBindings()
+                parsed.node.body.visit(visitor)
+                ctx = FunctionContext(
+                    ref=ref,
+                    sf=sf,
+                    module=parsed.module,
+                    node=parsed.node,
+                    positions=positions,
+                    line_offset=parsed.line_offset,
+                    indent=indent,
+                    source_hash=parsed.source_hash,
+                    params=param_names(parsed.node),
+                    locals=visitor.bindings,
+                )
+        self._functions[ref] = ctx
+        return ctx
+
+    def returns(self, ref: FunctionRef, self_value: Value | None, args: dict[str, Value] | None = None) -> Value:
+        """The join of a function's `return` values (used for helpers such as `get_layers()`)."""
+        key = (ref, self_value, tuple(sorted((args or {}).items(), key=lambda kv: kv[0])))
+        if key in self._active:
+            return unknown(f"{ref} returns through recursion")
+        ctx = self.function(ref)
+        if ctx is None:
+            return unknown(f"no source for {ref}")
+        self._active.add(key)
+        try:
+            env = dict(args or {})
+            if self_value is not None and ctx.params:
+                env[ctx.params[0]] = self_value
+            for p in ctx.params:
+                env.setdefault(p, DATA)
+            found: list[Value] = []
+
+            class Returns(cst.CSTVisitor):
+                def visit_Return(inner, node: cst.Return) -> None:
+                    found.append(self.eval(node.value, ctx, env) if node.value is not None else one(Constant(None)))
+
+                def visit_FunctionDef(inner, node: cst.FunctionDef) -> bool:
+                    return False
+
+                def visit_Lambda(inner, node: cst.Lambda) -> bool:
+                    return False
+
+            ctx.node.body.visit(Returns())
+            return join(*found) if found else one(Constant(None))
+        finally:
+            self._active.discard(key)
+
+    # ----- expressions ---------------------------------------------------------------------
+
+    def element(self, value: Value) -> Value:
+        """What iterating over / indexing a value gives."""
+        out: list[Value] = []
+        for atom in value:
+            if isinstance(atom, Container):
+                out.append(atom.elem)
+            elif isinstance(atom, Mapping):
+                out.append(DATA)  # iterating a dict gives its keys
+            elif isinstance(atom, Instance) and self.is_container(atom.cls):
+                out.append(unknown(f"elements of {atom.cls.name} are not known"))
+            elif isinstance(atom, (Data, Constant)):
+                out.append(DATA)
+            elif isinstance(atom, Unknown):
+                out.append(one(atom))
+            else:
+                out.append(unknown("iterating a non-container"))
+        return join(*out)
+
+    def eval(self, node: cst.BaseExpression, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        key = ("eval", id(node), id(env))
+        if key in self._active:
+            return unknown("recursive binding", ctx.line(node))
+        self._active.add(key)
+        try:
+            return self._eval(node, ctx, env)
+        finally:
+            self._active.discard(key)
+
+    def _eval(self, node: cst.BaseExpression, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        if isinstance(node, cst.Name):
+            return self._eval_name(node, ctx, env)
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+            return one(Constant(node.evaluated_value)) if not isinstance(node, cst.Imaginary) else DATA
+        if isinstance(node, cst.SimpleString):
+            return one(Constant(node.evaluated_value))
+        if isinstance(node, (cst.ConcatenatedString, cst.FormattedString)):
+            return DATA
+        if isinstance(node, cst.Attribute):
+            return self._eval_attribute(node, ctx, env)
+        if isinstance(node, cst.Subscript):
+            base = self.eval(node.value, ctx, env)
+            out: list[Value] = []
+            is_slice = any(isinstance(e.slice, cst.Slice) for e in node.slice)
+            for atom in base:
+                if isinstance(atom, Container):
+                    out.append(one(atom) if is_slice else atom.elem)
+                elif isinstance(atom, Mapping):
+                    out.append(atom.values)
+                elif isinstance(atom, Items) and not is_slice:
+                    index = node.slice[0].slice
+                    if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+                        i = int(index.value.value)
+                        out.append(atom.items[i] if i < len(atom.items) else DATA)
+                    else:
+                        out.append(join(*atom.items))
+                elif isinstance(atom, Instance) and self.is_container(atom.cls):
+                    out.append(unknown(f"elements of {atom.cls.name} are not known", ctx.line(node)))
+                elif isinstance(atom, (Data, Constant, ConfigRef)):
+                    out.append(DATA)
+                elif isinstance(atom, Unknown):
+                    out.append(one(atom))
+                else:
+                    out.append(unknown("subscript of a non-container", ctx.line(node)))
+            return join(*out)
+        if isinstance(node, cst.Call):
+            return self._eval_call(node, ctx, env)
+        if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+            elems = []
+            for el in node.elements:
+                v = self.eval(el.value, ctx, env)
+                elems.append(self.element(v) if isinstance(el, cst.StarredElement) else v)
+            if isinstance(node, cst.Tuple):
+                return one(Items(tuple(elems))) if all(not isinstance(e, cst.StarredElement) for e in node.elements) else one(Container(join(*elems)))
+            return one(Container(join(*elems))) if elems else one(Container(EMPTY))
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            inner = self._comprehension_env(node.for_in, ctx, env)
+            return one(Container(self.eval(node.elt, ctx, inner)))
+        if isinstance(node, cst.Dict):
+            vals = [self.eval(el.value, ctx, env) for el in node.elements if isinstance(el, cst.DictElement)]
+            return one(Mapping(join(*vals)))
+        if isinstance(node, cst.DictComp):
+            inner = self._comprehension_env(node.for_in, ctx, env)
+            return one(Mapping(self.eval(node.value, ctx, inner)))
+        if isinstance(node, cst.IfExp):
+            return join(self.eval(node.body, ctx, env), self.eval(node.orelse, ctx, env))
+        if isinstance(node, cst.BooleanOperation):
+            return join(self.eval(node.left, ctx, env), self.eval(node.right, ctx, env))
+        if isinstance(node, cst.NamedExpr):
+            return self.eval(node.value, ctx, env)
+        if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
+            return DATA
+        if isinstance(node, cst.Lambda):
+            return unknown("a lambda", ctx.line(node))
+        if isinstance(node, cst.Await):
+            return unknown("await", ctx.line(node))
+        return DATA
+
+    def _comprehension_env(self, for_in: cst.CompFor, ctx: FunctionContext, env: dict[str, Value]) -> dict[str, Value]:
+        inner = dict(env)
+        comp: cst.CompFor | None = for_in
+        while comp is not None:
+            self._bind_target(comp.target, self.element(self.eval(comp.iter, ctx, inner)), inner)
+            comp = comp.inner_for_in
+        return inner
+
+    def _bind_target(self, target: cst.BaseExpression, value: Value, env: dict[str, Value]) -> None:
+        if isinstance(target, cst.Name):
+            env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for i, el in enumerate(target.elements):
+                env_value = join(*(self._item(v, i) for v in [value]))
+                self._bind_target(el.value, env_value, env)
+
+    def _item(self, value: Value, i: int) -> Value:
+        out = []
+        for atom in value:
+            if isinstance(atom, Items):
+                out.append(atom.items[i] if i < len(atom.items) else DATA)
+            elif isinstance(atom, Container):
+                out.append(atom.elem)
+            elif isinstance(atom, (Data, Constant)):
+                out.append(DATA)
+            else:
+                out.append(one(atom) if isinstance(atom, Unknown) else unknown("unpacking a non-tuple"))
+        return join(*out)
+
+    def _eval_name(self, node: cst.Name, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        name = node.value
+        if name in env:
+            return env[name]
+        if name in ctx.locals:
+            return self._eval_local(name, ctx, env)
+        if name in ("True", "False", "None"):
+            return one(Constant({"True": True, "False": False, "None": None}[name]))
+        if name in ITER_BUILTINS or name in DATA_BUILTINS or name in (
+            "enumerate", "zip", "range", "getattr", "super", "dict", "map", "filter", "next", "setattr",
+        ):
+            if ctx.sf.top_level(name) is None:
+                return one(Function(FunctionRef("builtins", name)))
+        return self._eval_global(node, ctx)
+
+    def _eval_local(self, name: str, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        key = ("local", ctx.ref, name)
+        if key in self._active:
+            return EMPTY
+        self._active.add(key)
+        try:
+            values = []
+            appended = []
+            for kind, value, extra in ctx.locals[name]:
+                if kind == "append":
+                    appended.append(self.eval(value, ctx, env))
+                elif kind == "extend":
+                    appended.append(self.element(self.eval(value, ctx, env)))
+                else:
+                    values.append(self._binding_value(kind, value, extra, ctx, env))
+            result = join(*values)
+            if appended:
+                result = join(
+                    *(one(Container(join(a.elem, *appended))) if isinstance(a, Container) else one(a) for a in result)
+                ) if result else one(Container(join(*appended)))
+            return result
+        finally:
+            self._active.discard(key)
+
+    def _binding_value(self, kind: str, value, extra, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        if kind == "expr":
+            return self.eval(value, ctx, env)
+        if kind == "iter":
+            return self.element(self.eval(value, ctx, env))
+        if kind == "item":
+            inner_kind, inner_value, inner_extra = value
+            return self._item(self._binding_value(inner_kind, inner_value, inner_extra, ctx, env), extra)
+        return unknown("bound by a construct the resolver does not follow")
+
+    def _eval_global(self, node: cst.Name | cst.Attribute, ctx: FunctionContext) -> Value:
+        target = node.attr if isinstance(node, cst.Attribute) else node
+        line = ctx.line(target)
+        col = ctx.column(target)
+        defn = self.names.goto(ctx.sf, line, col)
+        return self.definition_value(defn, f"`{ctx.code(node)}` is not resolved by jedi", line)
+
+    def definition_value(self, defn: Definition | None, reason: str, line: int) -> Value:
+        if defn is None:
+            return unknown(reason, line)
+        if defn.kind == "class":
+            return one(ClassObject(ClassRef(defn.module, defn.qualname)))
+        if defn.kind == "function":
+            return one(Function(FunctionRef(defn.module, defn.qualname)))
+        if defn.kind == "module":
+            return one(ModuleObject(defn.module))
+        if defn.kind == "statement" and defn.qualname and "." not in defn.qualname:
+            return self._module_level_value(defn)
+        return unknown(reason, line)
+
+    def _module_level_value(self, defn: Definition) -> Value:
+        """A module-level assignment such as `LAYER_CLASSES = {"a": LayerA, ...}`, evaluated statically."""
+        if self.is_external(defn.module):
+            return DATA
+        sf = load_definition_file(defn)
+        if sf is None:
+            return unknown(f"no source for {defn.module}.{defn.qualname}")
+        node = sf.top_level(defn.qualname)
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            return unknown(f"{defn.module}.{defn.qualname} is not a simple assignment")
+        return self._module_expr_value(sf, node.value)
+
+    def _module_expr_value(self, sf: SourceFile, expr: ast.expr) -> Value:
+        if isinstance(expr, ast.Dict):
+            return one(Mapping(join(*(self._module_expr_value(sf, v) for v in expr.values))))
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return one(Container(join(*(self._module_expr_value(sf, v) for v in expr.elts))))
+        if isinstance(expr, ast.Constant):
+            return one(Constant(expr.value)) if isinstance(expr.value, (str, int, bool, type(None))) else DATA
+        if isinstance(expr, (ast.Name, ast.Attribute)):
+            col = expr.col_offset if isinstance(expr, ast.Name) else expr.end_col_offset - len(expr.attr)
+            defn = self.names.goto(sf, expr.end_lineno, col)
+            if defn is not None and defn.kind == "statement" and defn.module == sf.module:
+                node = sf.top_level(defn.qualname)
+                if isinstance(node, ast.Assign) and node.value is not expr:
+                    return self._module_expr_value(sf, node.value)
+            return self.definition_value(defn, f"`{ast.unparse(expr)}` is not resolved", expr.lineno)
+        if isinstance(expr, ast.Call):
+            func = self._module_expr_value(sf, expr.func)
+            if any(isinstance(a, Function) and a.ref.qualname in ("OrderedDict", "dict") for a in func) or any(
+                isinstance(a, ClassObject) and a.cls.name in ("OrderedDict", "dict") for a in func
+            ):
+                return join(*(self._module_expr_value(sf, a) for a in expr.args)) if expr.args else one(Mapping(EMPTY))
+            return unknown(f"`{ast.unparse(expr)[:60]}` at module level", expr.lineno)
+        return DATA
+
+    def _eval_attribute(self, node: cst.Attribute, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        base = self.eval(node.value, ctx, env)
+        attr = node.attr.value
+        out: list[Value] = []
+        for atom in base:
+            if isinstance(atom, Instance):
+                if self.is_external(atom.cls.module):
+                    out.append(DATA if not self.is_container(atom.cls) else unknown("attribute of a container"))
+                    continue
+                if attr == "config" and not self.attribute(atom.cls, attr):
+                    out.append(one(ConfigRef(self.class_configs.get(atom.cls, "config"))))
+                    continue
+                value = self.attribute(atom.cls, attr)
+                if not value:
+                    value = unknown(f"{atom.cls.name} never sets self.{attr}", ctx.line(node))
+                out.append(value)
+            elif isinstance(atom, ConfigRef):
+                out.append(self._config_attribute(atom, attr))
+            elif isinstance(atom, ClassObject):
+                if attr in FACTORY_METHODS:
+                    out.append(one(Factory(atom.cls)))
+                else:
+                    method = self.find_method(atom.cls, attr)
+                    out.append(one(Function(method)) if method else DATA)
+            elif isinstance(atom, ModuleObject):
+                out.append(self._eval_global(node, ctx))
+            elif isinstance(atom, Container):
+                if attr in ("values", "children", "modules"):
+                    out.append(one(Function(FunctionRef("builtins", "values"), one(atom))))
+                elif attr == "items":
+                    out.append(one(Function(FunctionRef("builtins", "items"), one(atom))))
+                else:
+                    out.append(DATA)
+            elif isinstance(atom, (Data, Constant)):
+                out.append(DATA)
+            elif isinstance(atom, Unknown):
+                out.append(one(atom))
+            else:
+                out.append(DATA)
+        return join(*out)
+
+    def _config_attribute(self, ref: ConfigRef, attr: str) -> Value:
+        config = self.configs.get(ref.path)
+        if config is None:
+            return DATA
+        value = getattr(config, attr, None)
+        if _is_config(value):
+            path = f"{ref.path}.{attr}"
+            self.configs[path] = value
+            return one(ConfigRef(path))
+        if isinstance(value, (str, int, bool, type(None))):
+            return one(Constant(value))
+        return DATA
+
+    def _eval_call(self, node: cst.Call, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        func = self.eval(node.func, ctx, env)
+        out: list[Value] = []
+        for atom in func:
+            if isinstance(atom, ClassObject):
+                if self.is_container(atom.cls):
+                    elems = [self.eval(a.value, ctx, env) for a in node.args]
+                    if atom.cls.name == "Sequential":
+                        elems = [self.element(e) if a.star else e for e, a in zip(elems, node.args)]
+                        out.append(one(Container(join(*elems))) if elems else one(Container(EMPTY)))
+                    else:
+                        out.append(one(Container(join(*(self.element(e) for e in elems)))) if elems else one(Container(EMPTY)))
+                elif atom.cls.name in ("dict", "OrderedDict"):
+                    out.append(one(Mapping(join(*(self.eval(a.value, ctx, env) for a in node.args)))))
+                else:
+                    out.append(one(Instance(atom.cls)))
+            elif isinstance(atom, Factory):
+                out.append(self._factory(atom, node, ctx, env))
+            elif isinstance(atom, Function):
+                out.append(self._call_function(atom, node, ctx, env))
+            elif isinstance(atom, Instance):
+                out.append(DATA)  # calling a module gives tensors
+            elif isinstance(atom, Unknown):
+                out.append(one(atom))
+            elif isinstance(atom, Mapping):
+                out.append(atom.values)
+            else:
+                out.append(DATA)
+        return join(*out)
+
+    def _call_function(self, atom: Function, node: cst.Call, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        ref = atom.ref
+        args = [self.eval(a.value, ctx, env) for a in node.args]
+        if ref.module == "builtins":
+            name = ref.qualname
+            if name in ITER_BUILTINS:
+                return one(Container(self.element(args[0]))) if args else one(Container(EMPTY))
+            if name == "enumerate":
+                return one(Container(one(Items((DATA, self.element(args[0])))))) if args else DATA
+            if name == "zip":
+                return one(Container(one(Items(tuple(self.element(a) for a in args)))))
+            if name in ("values",) and atom.bound is not None:
+                return one(Container(self.element(atom.bound)))
+            if name == "items" and atom.bound is not None:
+                return one(Container(one(Items((DATA, self.element(atom.bound))))))
+            if name == "getattr" and len(args) >= 2:
+                return self._getattr(args, node, ctx)
+            if name == "super":
+                return unknown("super() outside a method call", ctx.line(node))
+            if name in ("map", "filter", "next"):
+                return unknown(f"{name}(...) is not followed", ctx.line(node))
+            return DATA
+        if self.is_external(ref.module):
+            return DATA
+        if ref.module.startswith("transformers.") and ref.qualname in ("ClassInstantier.__getitem__",):
+            return unknown(ref.qualname)
+        call_args = {}
+        fctx = self.function(ref)
+        if fctx is not None:
+            params = fctx.params[1:] if atom.bound is not None else fctx.params
+            for a, v in zip(node.args, args):
+                if a.keyword is not None:
+                    call_args[a.keyword.value] = v
+            positional = [v for a, v in zip(node.args, args) if a.keyword is None and not a.star]
+            for p, v in zip(params, positional):
+                call_args[p] = v
+        return self.returns(ref, atom.bound, call_args)
+
+    def _getattr(self, args: list[Value], node: cst.Call, ctx: FunctionContext) -> Value:
+        out: list[Value] = []
+        names = [a.value for a in args[1] if isinstance(a, Constant) and isinstance(a.value, str)]
+        if not names:
+            return unknown("getattr with a name that is not a constant", ctx.line(node))
+        for atom in args[0]:
+            if isinstance(atom, Instance):
+                for name in names:
+                    v = self.attribute(atom.cls, name)
+                    out.append(v if v else (args[2] if len(args) > 2 else unknown(f"no self.{name}", ctx.line(node))))
+            elif isinstance(atom, ConfigRef):
+                out.extend(self._config_attribute(atom, n) for n in names)
+            else:
+                out.append(DATA if isinstance(atom, (Data, Constant)) else one(atom))
+        return join(*out)
+
+    def _factory(self, atom: Factory, node: cst.Call, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        config_value = self.eval(node.args[0].value, ctx, env) if node.args else EMPTY
+        config_paths = [a.path for a in config_value if isinstance(a, ConfigRef)]
+        if atom.cls.module == "transformers.models.auto.modeling_auto":
+            return self._auto_class(atom.cls, config_paths, ctx.line(node))
+        for path in config_paths:
+            self.class_configs.setdefault(atom.cls, path)
+        return one(Instance(atom.cls))
+
+    def _auto_class(self, auto: ClassRef, config_paths: list[str], line: int) -> Value:
+        """`AutoModel.from_config(config.x)`: the auto mapping's class name for the sub-config's model_type."""
+        configs = [(p, self.configs.get(p)) for p in config_paths]
+        configs = [(p, c) for p, c in configs if c is not None and getattr(c, "model_type", None)]
+        if not configs:
+            return unknown(f"{auto.name}.from_config needs a config whose model_type is known", line)
+        module = importlib.import_module(auto.module)
+        auto_cls = getattr(module, auto.name, None)
+        mapping = getattr(getattr(auto_cls, "_model_mapping", None), "_model_mapping", None)
+        if mapping is None:
+            return unknown(f"{auto.name} has no model mapping", line)
+        out: list[Value] = []
+        for path, config in configs:
+            model_type = config.model_type
+            names = mapping.get(model_type)
+            if names is None:
+                out.append(unknown(f"{auto.name} maps no class for model_type {model_type!r}", line))
+                continue
+            if isinstance(names, (list, tuple)):
+                names = names[0]
+            ref = find_transformers_class(model_type, names)
+            if ref is None:
+                out.append(unknown(f"class {names} for model_type {model_type!r} not found", line))
+                continue
+            self.model_types.add(model_type)
+            self.class_configs.setdefault(ref, path)
+            out.append(one(Instance(ref)))
+        return join(*out)
+
+
+def _instance_classes(value: Value, depth: int = 0) -> set[ClassRef]:
+    out: set[ClassRef] = set()
+    for atom in value:
+        if isinstance(atom, Instance):
+            out.add(atom.cls)
+        elif isinstance(atom, Container) and depth < 3:
+            out |= _instance_classes(atom.elem, depth + 1)
+    return out
+
+
+@dataclass(frozen=True)
+class ModuleObject:
+    """An imported module used as a namespace (`nn` in `nn.Linear`)."""
+
+    module: str
+
+
+def _is_config(value: object) -> bool:
+    try:
+        from transformers import PretrainedConfig
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(value, PretrainedConfig)
+
+
+def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
+    return (
+        isinstance(node, cst.Attribute)
+        and node.attr.value == attr
+        and isinstance(node.value, cst.Name)
+        and node.value.value == "self"
+    )
+
+
+def _assigns_self_attr(fn: ast.FunctionDef, attr: str) -> bool:
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) and node.value.id == "self":
+            if isinstance(node.ctx, ast.Store):
+                return True
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend", "insert", "add_module")
+            and isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == attr
+        ):
+            return True
+    return False
+
+
+def find_transformers_class(model_type: str, class_name: str) -> ClassRef | None:
+    """Where transformers defines a model class, found from the model_type's folder without importing it."""
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    package = f"transformers.models.{model_type_to_module_name(model_type)}"
+    init = load_module(package)
+    if init is None:
+        return None
+    folder = os.path.dirname(init.path)
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("modeling_") and name.endswith(".py"):
+            sf = load_file(os.path.join(folder, name), f"{package}.{name[:-3]}")
+            if sf.find_class(class_name) is not None:
+                return ClassRef(sf.module, class_name)
+    return None

@@ -1,0 +1,262 @@
+"""Stage 1, source: find classes and functions in files and parse them once.
+
+Whole files are indexed with the stdlib `ast` (fast); single functions are
+parsed with libcst when a later stage analyses their statements. Parses are
+cached by content hash, so a file shared by many architectures is read once.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import libcst as cst
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    """A class by the module that defines it and its (dotted) name in that module."""
+
+    module: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.name}"
+
+    @classmethod
+    def parse(cls, text: str) -> "ClassRef":
+        module, _, name = text.partition(":")
+        return cls(module, name)
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A function or method: `module:function` or `module:Class.method` (a call-graph node)."""
+
+    module: str
+    qualname: str
+
+    def __str__(self) -> str:
+        return f"{self.module}:{self.qualname}"
+
+    @classmethod
+    def parse(cls, text: str) -> "FunctionRef":
+        module, _, name = text.partition(":")
+        return cls(module, name)
+
+    @property
+    def owner(self) -> ClassRef | None:
+        head, dot, _ = self.qualname.rpartition(".")
+        return ClassRef(self.module, head) if dot else None
+
+    @property
+    def name(self) -> str:
+        return self.qualname.rpartition(".")[2]
+
+
+@dataclass
+class SourceFile:
+    """One parsed file: its text, hash and a stdlib-ast index of top-level definitions."""
+
+    path: str
+    module: str
+    relpath: str
+    text: str
+    hash: str
+    tree: ast.Module
+    lines: list[str] = field(repr=False)
+
+    def top_level(self, name: str) -> ast.AST | None:
+        return _top_level_index(self)[0].get(name)
+
+    def find_class(self, dotted: str) -> ast.ClassDef | None:
+        node: ast.AST | None = None
+        scope: list[ast.stmt] = self.tree.body
+        for part in dotted.split("."):
+            node = next(
+                (n for n in scope if isinstance(n, ast.ClassDef) and n.name == part), None
+            )
+            if node is None:
+                return None
+            scope = node.body
+        return node if isinstance(node, ast.ClassDef) else None
+
+    def segment(self, node: ast.AST) -> str:
+        """Source text of a node, dedented so that it parses on its own."""
+        start = node.lineno
+        if getattr(node, "decorator_list", None):
+            start = min(d.lineno for d in node.decorator_list)
+        return textwrap.dedent("\n".join(self.lines[start - 1 : node.end_lineno])) + "\n"
+
+
+def _top_level_index(sf: SourceFile) -> tuple[dict[str, ast.AST], None]:
+    cached = _INDEX.get(sf.hash)
+    if cached is None:
+        names: dict[str, ast.AST] = {}
+        for node in sf.tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                names[node.name] = node
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        names[t.id] = node
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names[node.target.id] = node
+        cached = (names, None)
+        _INDEX[sf.hash] = cached
+    return cached
+
+
+_INDEX: dict[str, tuple[dict[str, ast.AST], None]] = {}
+_FILES: dict[str, SourceFile] = {}
+
+
+def module_for_path(path: str) -> tuple[str, str]:
+    """The importable module name of a file and its path relative to its sys.path root."""
+    path = os.path.realpath(path)
+    best = None
+    for entry in sys.path:
+        if not entry:
+            entry = os.getcwd()
+        root = os.path.realpath(entry)
+        if path.startswith(root + os.sep) and (best is None or len(root) > len(best)):
+            best = root
+    if best is None:
+        best = os.path.dirname(path)
+    rel = os.path.relpath(path, best)
+    parts = rel[: -len(".py")].split(os.sep)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts), rel.replace(os.sep, "/")
+
+
+def load_file(path: str, module: str | None = None) -> SourceFile:
+    """Read and index a file, once per (path, content)."""
+    path = os.path.realpath(path)
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    digest = sha256(text)
+    cached = _FILES.get(path)
+    if cached is not None and cached.hash == digest:
+        return cached
+    mod, rel = module_for_path(path)
+    sf = SourceFile(
+        path=path,
+        module=module or mod,
+        relpath=rel,
+        text=text,
+        hash=digest,
+        tree=ast.parse(text, filename=path),
+        lines=text.splitlines(),
+    )
+    _FILES[path] = sf
+    return sf
+
+
+def known_module(path: str | None) -> str | None:
+    """The module name a file was loaded under (fixture files get explicit names)."""
+    if not path:
+        return None
+    sf = _FILES.get(os.path.realpath(path))
+    return sf.module if sf is not None else None
+
+
+def module_path(module: str) -> str | None:
+    """The file of a module, found without importing it."""
+    known = next((f for f in _FILES.values() if f.module == module), None)
+    if known is not None:
+        return known.path
+    return _spec_path(module)
+
+
+@lru_cache(maxsize=4096)
+def _spec_path(module: str) -> str | None:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return spec.origin
+
+
+def load_module(module: str) -> SourceFile | None:
+    path = module_path(module)
+    return load_file(path, module) if path else None
+
+
+@dataclass(frozen=True)
+class ParsedFunction:
+    """A function's libcst tree, plus the offset from its lines to the file's lines."""
+
+    ref: FunctionRef
+    sf_path: str
+    node: cst.FunctionDef
+    line_offset: int
+    source_hash: str
+    module: cst.Module
+
+
+_CST: dict[tuple[str, int], ParsedFunction] = {}
+
+
+def function_node(sf: SourceFile, qualname: str) -> ast.FunctionDef | None:
+    """Find `func` or `Class.method` (nested classes too) in a file's ast."""
+    owner, dot, name = qualname.rpartition(".")
+    scope: list[ast.stmt]
+    if dot:
+        cls = sf.find_class(owner)
+        if cls is None:
+            return None
+        scope = cls.body
+    else:
+        scope = sf.tree.body
+    found = None
+    for node in scope:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            if any(isinstance(d, ast.Attribute) and d.attr in ("setter", "deleter") for d in node.decorator_list):
+                continue  # a property's setter is not what reading the attribute runs
+            found = node  # the last definition wins, as at run time
+    return found
+
+
+def parse_function(sf: SourceFile, qualname: str) -> ParsedFunction | None:
+    """Parse one function with libcst; cached by the function's own source hash."""
+    node = function_node(sf, qualname)
+    if node is None:
+        return None
+    text = sf.segment(node)
+    digest = sha256(text)
+    key = (digest, node.lineno)
+    hit = _CST.get(key)
+    if hit is not None and hit.ref == FunctionRef(sf.module, qualname):
+        return hit
+    module = cst.parse_module(text)
+    fn = next(s for s in module.body if isinstance(s, cst.FunctionDef))
+    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    parsed = ParsedFunction(
+        ref=FunctionRef(sf.module, qualname),
+        sf_path=sf.path,
+        node=fn,
+        line_offset=start - 1,
+        source_hash=digest,
+        module=module,
+    )
+    _CST[key] = parsed
+    return parsed
+
+
+def function_source_hash(sf: SourceFile, qualname: str) -> str | None:
+    node = function_node(sf, qualname)
+    return sha256(sf.segment(node)) if node is not None else None

@@ -1,0 +1,109 @@
+"""The abstract values the resolver computes for expressions.
+
+A value is a frozenset of atoms (a union): each atom is one thing the
+expression may evaluate to. Only what matters for finding target calls is
+distinguished: module instances, containers of modules, functions, classes,
+short strings (attribute names such as `base_model_prefix`), tuples (for
+`zip` / `enumerate` items), data that can hold no module, and the unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from .source import ClassRef, FunctionRef
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance of a class (a module, usually)."""
+
+    cls: ClassRef
+
+
+@dataclass(frozen=True)
+class Container:
+    """A ModuleList / Sequential / ModuleDict / list of modules: indexing or iterating gives `elem`."""
+
+    elem: "Value"
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function, or a method bound to `self` of the given classes."""
+
+    ref: FunctionRef
+    bound: "Value | None" = None
+
+
+@dataclass(frozen=True)
+class ClassObject:
+    """A class itself, before it is called."""
+
+    cls: ClassRef
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A literal string, number, bool or None."""
+
+    value: object
+
+
+@dataclass(frozen=True)
+class Items:
+    """A tuple of values, e.g. one item of `zip(...)` or `enumerate(...)`."""
+
+    items: tuple["Value", ...]
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A dict literal: lookups give any of its values."""
+
+    values: "Value"
+
+
+@dataclass(frozen=True)
+class Data:
+    """A value that holds no module (tensors, config values, numbers)."""
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """The resolver could not tell; `reason` says why, `line` where."""
+
+    reason: str
+    line: int = 0
+
+
+Atom = Union[Instance, Container, Function, ClassObject, Constant, Items, Mapping, Data, Unknown]
+Value = frozenset  # frozenset[Atom]
+
+DATA: Value = frozenset({Data()})
+EMPTY: Value = frozenset()
+
+
+def one(atom: Atom) -> Value:
+    return frozenset({atom})
+
+
+def join(*values: Value) -> Value:
+    out: set = set()
+    for v in values:
+        out |= v
+    return frozenset(out)
+
+
+def unknown(reason: str, line: int = 0) -> Value:
+    return one(Unknown(reason, line))
+
+
+def instances(value: Value) -> set[ClassRef]:
+    return {a.cls for a in value if isinstance(a, Instance)}
+
+
+def may_hold_module(value: Value) -> bool:
+    """Whether a value may be (or contain) a module instance: anything but data and constants."""
+    return any(not isinstance(a, (Data, Constant, ClassObject)) for a in value)

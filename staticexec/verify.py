@@ -1,0 +1,190 @@
+"""Check a claim of support by running it.
+
+A tiny random model is built from the architecture's config class; its own
+forward runs against the emitted subgraphs. "ok" means four things: the
+number of subgraphs is the number of target modules called plus one; each
+target module is called exactly once; each is called inside exactly one
+subgraph; the outputs are `torch.equal` to the model's own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .messages import Refused, UsageError
+
+STATUSES = ("ok", "refused", "repeated-target", "build-failed", "run-failed", "mismatch", "error")
+
+
+@dataclass
+class Verdict:
+    architecture: str
+    status: str
+    reason: str = ""
+    subgraphs: int = 0
+    targets_called: int = 0
+    targets: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def line(self) -> str:
+        head = f"{self.architecture:<44} {self.status:<15}"
+        if self.ok:
+            return f"{head} {self.subgraphs} subgraphs, {self.targets_called} target calls ({', '.join(self.targets)}), {self.seconds:.1f}s"
+        return f"{head} {self.reason}"
+
+
+class _CallLog:
+    """Forward hooks on every target module: which were called, and in which subgraph."""
+
+    def __init__(self, model: Any, targets: set[str]) -> None:
+        self.names = {id(m): n for n, m in model.named_modules() if type(m).__name__ in targets}
+        self.calls: list[tuple[str, int]] = []
+        self.current = -1
+        self.handles = [
+            m.register_forward_pre_hook(self._hook) for _, m in model.named_modules() if id(m) in self.names
+        ]
+
+    def _hook(self, module: Any, args: Any) -> None:
+        self.calls.append((self.names[id(module)], self.current))
+
+    def close(self) -> None:
+        for h in self.handles:
+            h.remove()
+
+
+def _tensors(value: Any, prefix: str = "output") -> dict:
+    import torch
+
+    out: dict = {}
+    if isinstance(value, torch.Tensor):
+        out[prefix] = value
+    elif hasattr(value, "to_tuple") and hasattr(value, "keys"):
+        for k in value.keys():
+            out.update(_tensors(value[k], f"{prefix}.{k}"))
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            out.update(_tensors(v, f"{prefix}[{i}]"))
+    return out
+
+
+def compare(expected: Any, actual: Any) -> str:
+    """'' when every output tensor is torch.equal (caches aside), else what differs."""
+    import torch
+
+    a, b = _tensors(expected), _tensors(actual)
+    if set(a) != set(b):
+        return f"output fields differ: {sorted(set(a) ^ set(b))[:4]}"
+    for k in sorted(a):
+        if a[k].shape != b[k].shape or a[k].dtype != b[k].dtype or not torch.equal(a[k], b[k]):
+            return f"{k} differs"
+    if not a:
+        return "no tensor in the output to compare"
+    return ""
+
+
+def verify(architecture: str, *, attn_implementation: str = "eager", targets: list[str] | None = None,
+           config: Any = None, plan: Any = None) -> Verdict:
+    import torch
+
+    from . import tiny
+    from .api import analyse_architecture, load_plan
+    from .emit import Emitter
+
+    start = time.perf_counter()
+    verdict = Verdict(architecture, "error")
+    try:
+        model = tiny.build_tiny_model(architecture, attn_implementation=attn_implementation, config=config)
+    except tiny.UnknownArchitecture as exc:
+        raise UsageError(str(exc)) from exc
+    except tiny.TinyBuildError as exc:
+        verdict.status, verdict.reason = "build-failed", str(exc)
+        return verdict
+    targets = targets or tiny.default_targets(model)
+    verdict.targets = list(targets)
+    held = {type(m).__name__ for m in model.modules()}
+    missing = [t for t in targets if t not in held]
+    if missing:
+        raise UsageError(f"no module of class {', '.join(missing)} in {architecture}")
+    sample = tiny.sample_inputs(model)
+    log = _CallLog(model, set(targets))
+    try:
+        try:
+            with torch.no_grad():
+                expected = model(**sample)
+        except Exception as exc:  # the model itself can't run here
+            verdict.status, verdict.reason = "run-failed", _one_line(exc)
+            return verdict
+        own_calls = list(log.calls)
+        counts: dict[str, int] = {}
+        for name, _ in own_calls:
+            counts[name] = counts.get(name, 0) + 1
+        repeated = sorted(n for n, c in counts.items() if c > 1)
+        if repeated:
+            verdict.status = "repeated-target"
+            verdict.reason = f"the model's own forward calls {repeated[0]} {counts[repeated[0]]} times by design"
+            return verdict
+        try:
+            the_plan = load_plan(plan) if plan is not None else analyse_architecture(architecture, targets, config=model.config)
+            subgraphs = Emitter(the_plan, model, sample).emit()
+        except Refused as exc:
+            verdict.status, verdict.reason = "refused", str(exc.first)
+            return verdict
+        log.calls.clear()
+        values = dict(sample)
+        out: dict = {}
+        try:
+            with torch.no_grad():
+                for sg in subgraphs:
+                    log.current = sg.index
+                    out = sg.forward(model, **{k: values[k] for k in sg.input_names if k in values})
+                    for name in sg.consumed_names:
+                        values.pop(name, None)
+                    values.update(out)
+        except Exception as exc:
+            verdict.status, verdict.reason = "mismatch", f"subgraphs raised {_one_line(exc)}"
+            return verdict
+        actual = out.get("forward_output")
+        verdict.subgraphs = len(subgraphs)
+        verdict.targets_called = len(own_calls)
+        problem = _check_calls(own_calls, log.calls, len(subgraphs))
+        if not problem:
+            problem = compare(expected, actual)
+        verdict.status, verdict.reason = ("mismatch", problem) if problem else ("ok", "")
+        return verdict
+    finally:
+        log.close()
+        verdict.seconds = time.perf_counter() - start
+
+
+def _check_calls(own: list[tuple[str, int]], chained: list[tuple[str, int]], n_subgraphs: int) -> str:
+    called = [n for n, _ in own]
+    if n_subgraphs != len(called) + 1:
+        return f"{n_subgraphs} subgraphs for {len(called)} target calls"
+    names = [n for n, _ in chained]
+    if sorted(names) != sorted(called):
+        return f"the subgraphs called targets {len(names)} times, the model {len(called)}"
+    per_subgraph: dict[int, list[str]] = {}
+    for name, index in chained:
+        per_subgraph.setdefault(index, []).append(name)
+    if per_subgraph.get(0):
+        return f"subgraph 0 calls {per_subgraph[0][0]}"
+    for k in range(1, n_subgraphs):
+        got = per_subgraph.get(k, [])
+        if len(got) != 1:
+            return f"subgraph {k} calls {len(got)} targets"
+    if [n for n, _ in sorted(chained, key=lambda c: c[1])] != called:
+        return "targets run in another order than in the model"
+    return ""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    if len(text) > 200:
+        text = text[:197] + "..."
+    return f"{type(exc).__name__}: {text}"

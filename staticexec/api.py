@@ -58,6 +58,11 @@ def analyse(root: ClassRef, targets: list[str] | None, *, config: Any = None, ar
             model_types: list[str] | None = None) -> Plan:
     """Build a plan for a root class from its source alone."""
     resolver = Resolver(config)
+    if targets:
+        held = {c.name.rpartition(".")[2] for c in resolver.submodule_classes(root, depth=6)}
+        unknown = sorted(set(targets) - held)
+        if unknown:
+            raise UsageError(f"no module of class {', '.join(unknown)} in {architecture or root.name}")
     if not targets:
         targets = default_targets(resolver, root)
         if not targets:

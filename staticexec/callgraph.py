@@ -247,6 +247,8 @@ class CallGraphBuilder:
             elif isinstance(atom, Unknown):
                 unresolved.append(atom.reason)
         args_hold_targets = any(_holds_target(v, self) for v in arg_values)
+        if args_hold_targets and func_value and all(isinstance(a, (Data, Constant)) for a in func_value):
+            unresolved.append(f"`{ctx.code(call.func)}` is a value the analysis can't see (a parameter or computed)")
         receiver_is_self = _rooted_at(call.func, ctx.params[0] if ctx.params and self_class else None)
         reason = ""
         if unresolved:

@@ -48,6 +48,8 @@ def _names(code: str) -> _Names:
             definite.add(top.name)
     order: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            order.append((node.lineno, node.col_offset, node.target.id))  # `x += 1` reads x first
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 order.append((node.lineno, node.col_offset, node.id))
@@ -123,7 +125,8 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                 if name in local or name in piece.prelude:
                     continue
                 if name in step.modules:
-                    piece.prelude[name] = step.modules[name]
+                    if step.modules[name] != name:
+                        piece.prelude[name] = step.modules[name]
                     continue
                 if name in defined or name in maybe_defined:
                     if name not in inputs:

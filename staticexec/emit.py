@@ -237,7 +237,7 @@ class Emitter:
             rename=mapping,
             values={},
             result=result,
-            origin_path=path,
+            origin_path=entry["path"],
             line_offset=offset,
         )
         self._import_globals(frame, names)
@@ -459,6 +459,28 @@ class Emitter:
                 return
             self._emit_stmt(frame, stmt, line)
             self._forget_stores(frame, stmt)
+            self._learn(frame, stmt)
+
+    def _learn(self, frame: Frame, stmt: cst.CSTNode) -> None:
+        """A plain `name = <static expression>` is known at emit time (a config value, a submodule)."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+            return
+        small = stmt.body[0]
+        if isinstance(small, cst.AnnAssign) and small.value is not None:
+            target, value = small.target, small.value
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+            target, value = small.targets[0].target, small.value
+        else:
+            return
+        if not isinstance(target, cst.Name):
+            return
+        try:
+            known = evaluate(_code(value), frame.values, frame.module_globals)
+        except Undecidable:
+            return
+        frame.values[target.value] = known
+        if hasattr(known, "_modules") and id(known) in self.paths:
+            self.module_bindings[frame.local(target.value)] = self._path_expr(known)
 
     def _stmt_line(self, frame: Frame, stmt: cst.CSTNode) -> int:
         # emission has no position metadata; the origin line is looked up from the statement's text
@@ -538,7 +560,7 @@ class Emitter:
         self.called_targets.append(path)
         code = _stmt_code(stmt.visit(_Rewrite(frame.rename)))
         self.steps.append(
-            Step(code=code, origin=self._origin(frame, line), target=path[len("self.") :] if path != "self" else "",
+            Step(code=code, origin=self._origin(frame, line), target=self.paths[id(module)],
                  scopes=frame.scopes, modules=dict(self.module_bindings))
         )
         self._forget_stores(frame, stmt)

@@ -327,11 +327,16 @@ def build_plan(
                         "reaching_function": nid in reaching,
                     }
                 )
+    if not refusals:
+        for analysis in graph.functions.values():
+            for site in analysis.calls.values():
+                if site.args_hold_targets and site.unresolved and not site.targets:
+                    refusals.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line, f"`{site.code}`: {site.unresolved}"))
+    if refusals:
+        raise Refused(sorted(set(refusals), key=lambda m: (m.path, m.line, m.kind, m.detail)))
     if graph.root not in reaching:
         found = ", ".join(sorted(targets))
         raise Refused([UnresolvedCall(root.module, 0, f"no call path from {root.name}.forward to any of: {found}")])
-    if refusals:
-        raise Refused(sorted(set(refusals), key=lambda m: (m.path, m.line, m.kind, m.detail)))
     chains = {nid: [f"{graph.functions[n].ctx.sf.relpath}:{s.line} {s.code}" if n in graph.functions else f"{s.code} -> {n[len('target:'):]}"
                     for n, s in graph.chain(nid)] for nid in functions}
     for nid, entry in functions.items():

@@ -52,6 +52,8 @@ DATA_BUILTINS = {
     "min", "max", "sum", "any", "all", "abs", "round", "print", "type", "id", "repr", "hash", "divmod",
 }
 FACTORY_METHODS = {"from_config", "_from_config"}
+# where transformers defines the factories that build an instance of the class they are called on
+FACTORY_MODULES = {"transformers.modeling_utils", "transformers.models.auto.auto_factory"}
 
 
 @dataclass(frozen=True)
@@ -268,6 +270,11 @@ class Resolver:
         return node is not None and any(
             isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in node.decorator_list
         )
+
+    def is_classmethod(self, fref: FunctionRef) -> bool:
+        sf = load_module(fref.module)
+        node = function_node(sf, fref.qualname) if sf else None
+        return node is not None and any(isinstance(d, ast.Name) and d.id == "classmethod" for d in node.decorator_list)
 
     def class_constant(self, cls: ClassRef, name: str) -> Value:
         """A class-body assignment such as `base_model_prefix = "model"`, through the MRO."""
@@ -727,10 +734,12 @@ class Resolver:
             elif isinstance(atom, ConfigRef):
                 out.append(self._config_attribute(atom, attr))
             elif isinstance(atom, ClassObject):
-                if attr in FACTORY_METHODS:
+                method = self.find_method(atom.cls, attr)
+                if attr in FACTORY_METHODS and (method is None or method.module in FACTORY_MODULES):
                     out.append(one(Factory(atom.cls)))
+                elif method is not None and self.is_classmethod(method):
+                    out.append(one(Function(method, one(atom))))
                 else:
-                    method = self.find_method(atom.cls, attr)
                     out.append(one(Function(method)) if method else DATA)
             elif isinstance(atom, ModuleObject):
                 out.append(self._eval_global(node, ctx))
@@ -767,7 +776,11 @@ class Resolver:
         out: list[Value] = []
         for atom in func:
             if isinstance(atom, ClassObject):
-                if self.is_container(atom.cls):
+                if self.is_container(atom.cls) and atom.cls.name == "ModuleDict":
+                    mapped = [self.eval(a.value, ctx, env) for a in node.args]
+                    values = [m.values if isinstance(m, Mapping) else self.element(one(m)) for v in mapped for m in v]
+                    out.append(one(Container(join(*values))))
+                elif self.is_container(atom.cls):
                     elems = [self.eval(a.value, ctx, env) for a in node.args]
                     if atom.cls.name == "Sequential":
                         elems = [self.element(e) if a.star else e for e, a in zip(elems, node.args)]

@@ -139,8 +139,8 @@ def module_for_path(path: str) -> tuple[str, str]:
     return ".".join(parts), rel.replace(os.sep, "/")
 
 
-def load_file(path: str, module: str | None = None) -> SourceFile:
-    """Read and index a file, once per (path, content)."""
+def load_file(path: str, module: str | None = None, relpath: str | None = None) -> SourceFile:
+    """Read and index a file, once per (path, content); `module` / `relpath` name files outside sys.path."""
     path = os.path.realpath(path)
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
@@ -149,10 +149,12 @@ def load_file(path: str, module: str | None = None) -> SourceFile:
     if cached is not None and cached.hash == digest:
         return cached
     mod, rel = module_for_path(path)
+    if cached is not None and module is None and relpath is None:
+        mod, rel = cached.module, cached.relpath
     sf = SourceFile(
         path=path,
         module=module or mod,
-        relpath=rel,
+        relpath=relpath or rel,
         text=text,
         hash=digest,
         tree=ast.parse(text, filename=path),

@@ -15,7 +15,7 @@ from typing import Any
 
 from .messages import Refused, UsageError
 
-STATUSES = ("ok", "refused", "repeated-target", "build-failed", "run-failed", "mismatch", "error")
+STATUSES = ("ok", "n/a", "refused", "repeated-target", "build-failed", "run-failed", "mismatch", "error")
 
 
 @dataclass
@@ -103,7 +103,11 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     except tiny.UnknownArchitecture as exc:
         raise UsageError(str(exc)) from exc
     except tiny.TinyBuildError as exc:
-        verdict.status, verdict.reason = "build-failed", str(exc)
+        if "does not support an attention implementation" in str(exc):
+            verdict.status = "n/a"
+            verdict.reason = f"{architecture} does not support attn_implementation={attn_implementation!r} in transformers"
+        else:
+            verdict.status, verdict.reason = "build-failed", str(exc)
         return verdict
     targets = targets or tiny.default_targets(model)
     verdict.targets = list(targets)

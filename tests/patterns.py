@@ -1,0 +1,100 @@
+"""Load the hand-written pattern fixtures and read their inline expectations."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+
+from staticexec.source import ClassRef, load_file
+
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "patterns")
+HEADER = re.compile(r"#\s*staticexec:\s*root=(\w+)\s+targets=([\w,]+)")
+EXPECT = re.compile(r"#\s*expect:\s*(\w+)(?:\s+(static|input|dynamic))?\s*$")
+REFUSAL = re.compile(r"#\s*expect-refusal:\s*([\w-]+)")
+
+
+@dataclass
+class Fixture:
+    name: str
+    path: str
+    root: str
+    targets: list[str]
+    expect: dict[int, tuple[str, str | None]] = field(default_factory=dict)
+    refusal: tuple[int, str] | None = None
+
+    @property
+    def module(self) -> str:
+        return f"staticexec_fixture_{self.name}"
+
+    def load(self):
+        """Import the fixture under its own module name, so emission can find its globals."""
+        if self.module not in sys.modules:
+            load_file(self.path, self.module, f"fixtures/patterns/{self.name}.py")
+            spec = importlib.util.spec_from_file_location(self.module, self.path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[self.module] = module
+            spec.loader.exec_module(module)
+        return sys.modules[self.module]
+
+    @property
+    def root_ref(self) -> ClassRef:
+        self.load()
+        return ClassRef(self.module, self.root)
+
+
+def fixtures() -> list[Fixture]:
+    out = []
+    for name in sorted(os.listdir(ROOT)):
+        if not name.endswith(".py"):
+            continue
+        path = os.path.join(ROOT, name)
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+        header = next((HEADER.search(l) for l in lines if HEADER.search(l)), None)
+        if header is None:
+            continue
+        fx = Fixture(name[:-3], path, header.group(1), header.group(2).split(","))
+        for number, text in enumerate(lines, 1):
+            m = EXPECT.search(text)
+            if m:
+                fx.expect[number] = (m.group(1), m.group(2))
+            r = REFUSAL.search(text)
+            if r:
+                fx.refusal = (number, r.group(1))
+        out.append(fx)
+    return out
+
+
+def plan_statements(plan) -> dict[int, tuple[str, str | None]]:
+    """Line -> (kind, condition class) for every statement of every function in a plan."""
+    out: dict[int, tuple[str, str | None]] = {}
+
+    def walk(entries: list[dict]) -> None:
+        for e in entries:
+            cond = e.get("condition", {}).get("class") if e["kind"] == "control" else None
+            if e["kind"] != "opaque":
+                out[e["lines"][0]] = (e["kind"], cond)
+            for block in ("body", "orelse"):
+                walk(e.get(block, []))
+
+    for entry in plan.doc["functions"].values():
+        walk(entry["statements"])
+    return out
+
+
+def opaque_lines(plan) -> list[tuple[int, int]]:
+    spans = []
+
+    def walk(entries: list[dict]) -> None:
+        for e in entries:
+            if e["kind"] == "opaque":
+                spans.append(tuple(e["lines"]))
+            for block in ("body", "orelse"):
+                walk(e.get(block, []))
+
+    for entry in plan.doc["functions"].values():
+        walk(entry["statements"])
+    return spans

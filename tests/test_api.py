@@ -1,0 +1,100 @@
+"""The Python API: subgraphs(), run_subgraphs(), plans from files, refusals of bad plans."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+import staticexec
+from staticexec import tiny
+from staticexec.messages import MalformedPlan, StalePlan, UsageError
+
+
+@pytest.fixture(scope="module")
+def llama():
+    model = tiny.build_tiny_model("LlamaForCausalLM")
+    return model, tiny.sample_inputs(model)
+
+
+def test_run_subgraphs_returns_what_the_model_returns(llama):
+    model, sample = llama
+    subgraphs = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], ignore=["anything"])
+    with torch.no_grad():
+        expected = model(**sample)
+        got = staticexec.run_subgraphs(model, subgraphs, sample)
+    assert type(got) is type(expected)
+    assert torch.equal(got.logits, expected.logits)
+    assert len(subgraphs) == model.config.num_hidden_layers + 1
+
+
+def test_subgraph_interface(llama):
+    model, sample = llama
+    subgraphs = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"])
+    assert subgraphs[0].input_names <= set(sample)
+    for sg in subgraphs[1:]:
+        mods = sg.submodules(model)
+        assert any(type(m).__name__ == "LlamaDecoderLayer" for m in mods)
+    # every input is consumed exactly once, by the last subgraph that reads it
+    consumed = [n for sg in subgraphs for n in sg.consumed_names]
+    assert len(consumed) == len(set(consumed))
+    for i, sg in enumerate(subgraphs):
+        for name in sg.consumed_names:
+            assert all(name not in later.input_names for later in subgraphs[i + 1 :])
+    assert "forward_output" in subgraphs[-1].output_names
+
+
+def test_return_dict_false_and_use_cache_false(llama):
+    model, sample = llama
+    inputs = dict(sample, return_dict=False, use_cache=False)
+    subgraphs = staticexec.subgraphs(model, inputs, ["LlamaDecoderLayer"])
+    with torch.no_grad():
+        expected = model(**inputs)
+        got = staticexec.run_subgraphs(model, subgraphs, inputs)
+    assert isinstance(got, tuple) and torch.equal(got[0], expected[0])
+
+
+def test_plan_file_round_trip(llama, tmp_path):
+    model, sample = llama
+    plan = staticexec.analyse_architecture("LlamaForCausalLM", ["LlamaDecoderLayer"], config=model.config)
+    path = tmp_path / "plan.json"
+    path.write_text(plan.to_json())
+    subgraphs = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(path))
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, subgraphs, sample).logits, model(**sample).logits)
+
+
+def test_stale_and_malformed_plans_are_refused(llama, tmp_path):
+    model, sample = llama
+    plan = staticexec.analyse_architecture("LlamaForCausalLM", ["LlamaDecoderLayer"], config=model.config)
+    doc = json.loads(plan.to_json())
+    next(iter(doc["functions"].values()))["source_hash"] = "0" * 64
+    stale = tmp_path / "stale.json"
+    stale.write_text(json.dumps(doc))
+    with pytest.raises(StalePlan):
+        staticexec.subgraphs(model, sample, None, plan=str(stale))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(MalformedPlan):
+        staticexec.subgraphs(model, sample, None, plan=str(bad))
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"schema": 99, "architecture": "x", "root": "x", "targets": {}, "functions": {}}))
+    with pytest.raises(MalformedPlan):
+        staticexec.load_plan(str(wrong))
+
+
+def test_unknown_target_is_bad_input(llama):
+    model, sample = llama
+    with pytest.raises(UsageError):
+        staticexec.subgraphs(model, sample, ["NoSuchLayer"])
+
+
+def test_errors_name_the_model_source(llama):
+    model, sample = llama
+    subgraphs = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"])
+    with pytest.raises(Exception) as info:
+        subgraphs[0].forward(model, input_ids=torch.zeros(1, 4, dtype=torch.long).fill_(10**6),
+                             attention_mask=torch.ones(1, 4, dtype=torch.long))
+    notes = getattr(info.value, "__notes__", [])
+    assert any("modeling_llama.py:" in n for n in notes), notes

@@ -1,0 +1,110 @@
+"""The command line: exit codes, one-line errors, and what each command writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from staticexec.cli import main
+
+
+def run(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "staticexec.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [],
+        ["plan"],
+        ["plan", "NoSuchArchitectureForCausalLM"],
+        ["plan", "LlamaForCausalLM", "--targets", "NoSuchLayer"],
+        ["verify", "NoSuchArchitecture"],
+        ["plan", "LlamaForCausalLM", "--config", "/nonexistent/config.json"],
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, capsys):
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_plan_writes_the_plan(tmp_path):
+    proc = run("plan", "LlamaForCausalLM", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "LlamaForCausalLM.json").read_text())
+    assert doc["architecture"] == "LlamaForCausalLM"
+    assert list(doc["targets"]) == ["LlamaDecoderLayer"]
+    assert [f for f in os.listdir(tmp_path) if f.startswith(".tmp")] == []
+
+
+def test_plan_is_deterministic(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    env = dict(os.environ, PYTHONHASHSEED="123")
+    first = subprocess.run([sys.executable, "-m", "staticexec.cli", "plan", "Qwen2ForCausalLM", "--out", str(a)],
+                           capture_output=True, text=True, env=env, timeout=600)
+    env["PYTHONHASHSEED"] = "7"
+    second = subprocess.run([sys.executable, "-m", "staticexec.cli", "plan", "Qwen2ForCausalLM", "--out", str(b)],
+                            capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert (a / "Qwen2ForCausalLM.json").read_bytes() == (b / "Qwen2ForCausalLM.json").read_bytes()
+
+
+def test_plan_with_a_users_config(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llama", "num_hidden_layers": 3, "hidden_size": 64,
+                                  "intermediate_size": 128, "num_attention_heads": 4}))
+    assert main(["plan", "LlamaForCausalLM", "--config", str(config), "--out", str(tmp_path)]) == 0
+
+
+def test_explain_prints_classes_and_chains(capsys):
+    assert main(["explain", "GPT2LMHeadModel"]) == 0
+    out = capsys.readouterr().out
+    assert "T " in out and "C " in out
+    assert "reaches through" in out
+    assert "-> target GPT2Block" in out
+
+
+def test_emit_prints_subgraphs(capsys):
+    assert main(["emit", "LlamaForCausalLM"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("def subgraph_") >= 3
+    assert "decoder_layer" in out
+
+
+def test_verify_exit_codes(capsys):
+    assert main(["verify", "LlamaForCausalLM"]) == 0
+    out = capsys.readouterr().out
+    assert "LlamaForCausalLM" in out and " ok " in out
+
+
+def test_help_explains():
+    proc = run("--help")
+    assert proc.returncode == 0
+    for word in ("plan", "explain", "emit", "verify", "exit codes"):
+        assert word in proc.stdout
+
+
+PATCHED_PLAN = r"""
+import sys, torch, torch.fx
+def boom(*a, **k):
+    raise AssertionError("the model ran during planning")
+torch.nn.Module.__call__ = boom
+torch.fx.Tracer.trace = boom
+torch.fx.symbolic_trace = boom
+from staticexec.cli import main
+sys.exit(main(["plan", "MixtralForCausalLM", "--out", sys.argv[1]]))
+"""
+
+
+def test_planning_is_static(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", PATCHED_PLAN, str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "MixtralForCausalLM.json").exists()

@@ -1,0 +1,111 @@
+"""Data-driven tests: each fixture in fixtures/patterns exercises one pattern.
+
+Its expectations are written inline (`# expect: target`, ...), and its
+golden plan lies beside it (`<name>.plan.json`; regenerate with
+STATICEXEC_UPDATE_GOLDEN=1). Every non-refused fixture is also run: the
+subgraphs must reproduce the model's own output exactly.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from patterns import fixtures, opaque_lines, plan_statements
+from staticexec.api import analyse
+from staticexec.emit import Emitter
+from staticexec.messages import Refused
+from staticexec.verify import _CallLog, _check_calls, compare
+
+FIXTURES = fixtures()
+IDS = [f.name for f in FIXTURES]
+
+
+def test_there_are_enough_fixtures():
+    assert len(FIXTURES) >= 15
+    assert sum(1 for f in FIXTURES if f.refusal) >= 2
+
+
+def _plan_or_refusal(fx):
+    try:
+        return analyse(fx.root_ref, fx.targets, architecture=fx.root), None
+    except Refused as exc:
+        return None, exc
+
+
+@pytest.mark.parametrize("fx", [f for f in FIXTURES if not f.refusal], ids=[f.name for f in FIXTURES if not f.refusal])
+def test_statement_classes_match_inline_expectations(fx):
+    plan, refused = _plan_or_refusal(fx)
+    assert refused is None, str(refused)
+    got = plan_statements(plan)
+    opaque = opaque_lines(plan)
+    for line, (kind, cond) in sorted(fx.expect.items()):
+        if kind == "opaque":
+            assert line not in got, f"line {line}: expected opaque, plan says {got.get(line)}"
+            assert any(a <= line <= b for a, b in opaque), f"line {line}: not in any analysed opaque span"
+            continue
+        assert got.get(line, (None,))[0] == kind, f"line {line}: expected {kind}, plan says {got.get(line)}"
+        if cond:
+            assert got[line][1] == cond, f"line {line}: expected condition {cond}, plan says {got[line][1]}"
+    unmarked = {line: k for line, k in got.items() if line not in fx.expect}
+    assert not unmarked, f"reaching statements without an expectation: {unmarked}"
+
+
+@pytest.mark.parametrize("fx", [f for f in FIXTURES if f.refusal], ids=[f.name for f in FIXTURES if f.refusal])
+def test_refusals_name_the_line_and_kind(fx):
+    line, kind = fx.refusal
+    plan, refused = _plan_or_refusal(fx)
+    if refused is None:
+        model, sample = fx.load().build()
+        with pytest.raises(Refused) as info:
+            Emitter(plan, model, sample).emit()
+        refused = info.value
+    kinds = {(m.line, m.kind) for m in refused.messages}
+    assert (line, kind) in kinds, f"expected {kind} at line {line}, got {kinds}"
+    assert all(m.path.endswith(os.path.basename(fx.path)) for m in refused.messages)
+
+
+@pytest.mark.parametrize("fx", [f for f in FIXTURES if not f.refusal], ids=[f.name for f in FIXTURES if not f.refusal])
+def test_subgraphs_reproduce_the_forward(fx):
+    plan, refused = _plan_or_refusal(fx)
+    assert refused is None, str(refused)
+    model, sample = fx.load().build()
+    model.eval()
+    log = _CallLog(model, set(fx.targets))
+    try:
+        with torch.no_grad():
+            expected = model(**sample)
+        own = list(log.calls)
+        subgraphs = Emitter(plan, model, sample).emit()
+        log.calls.clear()
+        values, out = dict(sample), {}
+        with torch.no_grad():
+            for sg in subgraphs:
+                log.current = sg.index
+                out = sg.forward(model, **{k: values[k] for k in sg.input_names if k in values})
+                for name in sg.consumed_names:
+                    values.pop(name, None)
+                values.update(out)
+        assert _check_calls(own, log.calls, len(subgraphs)) == ""
+        assert compare(expected, out["forward_output"]) == ""
+    finally:
+        log.close()
+
+
+@pytest.mark.parametrize("fx", FIXTURES, ids=IDS)
+def test_golden_plan(fx):
+    plan, refused = _plan_or_refusal(fx)
+    if refused is not None:
+        text = "".join(f"{m}\n" for m in refused.messages)
+        golden = fx.path[:-3] + ".refusal.txt"
+    else:
+        text = plan.to_json()
+        golden = fx.path[:-3] + ".plan.json"
+    if os.environ.get("STATICEXEC_UPDATE_GOLDEN"):
+        with open(golden, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    assert os.path.exists(golden), f"no golden file {os.path.basename(golden)}; run with STATICEXEC_UPDATE_GOLDEN=1"
+    with open(golden, encoding="utf-8") as handle:
+        assert handle.read() == text

@@ -152,6 +152,12 @@ def _import_object(ref: FunctionRef) -> Any:
     return inspect.unwrap(obj) if callable(obj) else obj
 
 
+def _is_module(value: Any) -> bool:
+    import torch
+
+    return isinstance(value, torch.nn.Module)
+
+
 def _function_ref(fn: Any) -> FunctionRef:
     fn = inspect.unwrap(fn)
     return FunctionRef(fn.__module__, fn.__qualname__)
@@ -479,7 +485,7 @@ class Emitter:
         except Undecidable:
             return
         frame.values[target.value] = known
-        if hasattr(known, "_modules") and id(known) in self.paths:
+        if _is_module(known) and id(known) in self.paths:
             self.module_bindings[frame.local(target.value)] = self._path_expr(known)
 
     def _stmt_line(self, frame: Frame, stmt: cst.CSTNode) -> int:
@@ -581,10 +587,10 @@ class Emitter:
         call = self._call_node(stmt, entry)
         callee = self._concrete(frame, call.func, line)
         bound = getattr(callee, "__self__", None)
-        if hasattr(callee, "forward") and hasattr(callee, "_modules"):
+        if hasattr(callee, "forward") and _is_module(callee):
             fn = type(callee).forward
             self_obj = callee
-        elif bound is not None and hasattr(bound, "_modules"):
+        elif bound is not None and _is_module(bound):
             fn = callee.__func__
             self_obj = bound
         elif inspect.isfunction(callee):
@@ -714,7 +720,7 @@ class Emitter:
         local = frame.local(name)
         frame.values[name] = value
         frame.defined.add(name)
-        if hasattr(value, "_modules"):
+        if _is_module(value):
             self.module_bindings[local] = self._path_expr(value)
             return
         literal = _literal(value)
@@ -770,7 +776,7 @@ class Emitter:
             try:
                 obj = inspect.getattr_static(obj, part)
             except AttributeError:
-                sub = getattr(obj, "_modules", {}).get(part) if hasattr(obj, "_modules") else None
+                sub = getattr(obj, "_modules", {}).get(part) if _is_module(obj) else None
                 if sub is None:
                     return None
                 obj = sub

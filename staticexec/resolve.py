@@ -182,6 +182,7 @@ class Resolver:
         self._mro: dict[ClassRef, list[ClassRef]] = {}
         self._active: set = set()
         self.model_types: set[str] = set()
+        self._stores: dict[ClassRef, dict[str, list[ast.FunctionDef]]] = {}
 
     # ----- classes -------------------------------------------------------------------------
 
@@ -312,11 +313,7 @@ class Resolver:
             if found is None:
                 continue
             sf, node = found
-            for item in node.body:
-                if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                if not _assigns_self_attr(item, attr):
-                    continue
+            for item in self._storing_methods(c, node).get(attr, []):
                 ctx = self.function(FunctionRef(c.module, f"{c.name}.{item.name}"))
                 if ctx is not None:
                     found = self._self_attr_values(ctx, cls, attr)
@@ -337,24 +334,30 @@ class Resolver:
         self._attrs[key] = result
         return result
 
+    def _storing_methods(self, cls: ClassRef, node: ast.ClassDef) -> dict[str, list[ast.FunctionDef]]:
+        """For one class body: attribute name -> the methods that store `self.<name>` (one walk per class)."""
+        index = self._stores.get(cls)
+        if index is None:
+            index = {}
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    for attr in sorted(_stored_self_attrs(item)):
+                        index.setdefault(attr, []).append(item)
+            self._stores[cls] = index
+        return index
+
     def attribute_names(self, cls: ClassRef) -> list[str]:
-        """Names assigned as `self.<name> = ...` in the class's own (non-torch) methods, in source order."""
+        """Names stored as `self.<name>` by the class's model code (framework mixins hold no submodules)."""
         names: list[str] = []
         for c in self.mro(cls):
-            if self.is_external(c.module):
+            if self.is_external(c.module) or is_framework(c.module):
                 continue
             found = self.class_def(c)
             if found is None:
                 continue
-            for node in ast.walk(found[1]):
-                if (
-                    isinstance(node, ast.Attribute)
-                    and isinstance(node.ctx, ast.Store)
-                    and isinstance(node.value, ast.Name)
-                    and node.value.id == "self"
-                    and node.attr not in names
-                ):
-                    names.append(node.attr)
+            for name in self._storing_methods(c, found[1]):
+                if name not in names:
+                    names.append(name)
         return names
 
     def submodule_classes(self, cls: ClassRef, depth: int = 4) -> set[ClassRef]:
@@ -829,8 +832,8 @@ class Resolver:
             return DATA
         if self.is_external(ref.module):
             return DATA
-        if ref.module.startswith("transformers.") and ref.qualname in ("ClassInstantier.__getitem__",):
-            return unknown(ref.qualname)
+        if atom.bound is None and is_framework(ref.module):
+            return unknown(f"{ref.qualname}() in transformers' utilities is not followed", ctx.line(node))
         call_args = {}
         fctx = self.function(ref)
         if fctx is not None:
@@ -932,20 +935,28 @@ def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
     )
 
 
-def _assigns_self_attr(fn: ast.FunctionDef, attr: str) -> bool:
+def _stored_self_attrs(fn: ast.FunctionDef) -> set[str]:
+    """Attributes a method stores on self, or grows with `.append` / `.extend` / `.add_module`."""
+    out: set[str] = set()
     for node in ast.walk(fn):
-        if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.value, ast.Name) and node.value.id == "self":
-            if isinstance(node.ctx, ast.Store):
-                return True
-        if (
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                out.add(node.attr)
+        elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in ("append", "extend", "insert", "add_module")
             and isinstance(node.func.value, ast.Attribute)
-            and node.func.value.attr == attr
+            and isinstance(node.func.value.value, ast.Name)
+            and node.func.value.value.id == "self"
         ):
-            return True
-    return False
+            out.add(node.func.value.attr)
+    return out
+
+
+def is_framework(module: str) -> bool:
+    """transformers' own machinery (not a model folder): mixins and utilities that construct no submodules."""
+    return module.startswith("transformers.") and not module.startswith("transformers.models.")
 
 
 def find_transformers_class(model_type: str, class_name: str) -> ClassRef | None:

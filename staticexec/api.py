@@ -8,7 +8,7 @@ from typing import Any
 
 from .architectures import Architecture, find_architecture, no_split_modules
 from .emit import Emitter
-from .messages import MalformedPlan, StalePlan, UsageError
+from .messages import MalformedPlan, Refused, StalePlan, UsageError
 from .plan import SCHEMA_VERSION, Plan, build_plan
 from .resolve import Resolver
 from .run import Subgraph, run_subgraphs
@@ -58,16 +58,24 @@ def analyse(root: ClassRef, targets: list[str] | None, *, config: Any = None, ar
             model_types: list[str] | None = None) -> Plan:
     """Build a plan for a root class from its source alone."""
     resolver = Resolver(config)
-    if targets:
-        held = {c.name.rpartition(".")[2] for c in resolver.submodule_classes(root, depth=6)}
-        unknown = sorted(set(targets) - held)
-        if unknown:
-            raise UsageError(f"no module of class {', '.join(unknown)} in {architecture or root.name}")
     if not targets:
         targets = default_targets(resolver, root)
         if not targets:
             raise UsageError(f"{root.name} declares no _no_split_modules and has no layer stack; pass --targets")
-    return build_plan(resolver, root, targets, architecture or root.name, model_types=model_types)
+    try:
+        return build_plan(resolver, root, targets, architecture or root.name, model_types=model_types)
+    except Refused as exc:
+        held = {c.name.rpartition(".")[2] for c in resolver.submodule_classes(root, depth=6)}
+        if not set(targets) & held and not _defined_anywhere(targets):
+            raise UsageError(f"no class {', '.join(sorted(targets))} in {architecture or root.name}") from exc
+        raise
+
+
+def _defined_anywhere(names: list[str]) -> bool:
+    """Whether transformers exports a class of one of these names (an existing class not held is no typo)."""
+    import transformers
+
+    return any(hasattr(transformers, n) for n in names)
 
 
 def analyse_architecture(name: str, targets: list[str] | None = None, config: Any = None) -> Plan:

@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 
+from .architectures import TASKS
 from .messages import Refused, UsageError
 
 DESCRIPTION = """\
@@ -73,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--targets", nargs="+", metavar="CLASS")
     sp.add_argument("--attn", choices=["eager", "sdpa", "both"], default="eager",
                     help="attention implementation(s) to verify with (default: eager)")
+    sp.add_argument("--all", action="store_true", help="every architecture of --task, each in a worker process")
+    sp.add_argument("--task", default="causal-lm", choices=sorted(TASKS),
+                    help="with --all: which auto mapping to sweep (default: causal-lm)")
+    sp.add_argument("--report", metavar="FILE.md", help="with --all: write the coverage report (and FILE.json)")
+    sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="with --all: parallel workers")
+    sp.add_argument("--timeout", type=float, default=300.0, help="with --all: seconds per architecture")
     return p
 
 
@@ -163,8 +170,12 @@ def cmd_verify(args) -> int:
     from .architectures import find_architecture
     from .verify import verify
 
+    if args.all:
+        return _verify_all(args)
+    if args.report:
+        raise UsageError("--report goes with --all")
     if not args.architectures:
-        raise UsageError("name at least one architecture")
+        raise UsageError("name at least one architecture, or --all")
     for name in args.architectures:
         find_architecture(name)
     attns = ["eager", "sdpa"] if args.attn == "both" else [args.attn]
@@ -181,6 +192,35 @@ def cmd_verify(args) -> int:
     print(f"{total} checked: {summary}")
     # a combination transformers itself does not support (n/a) is reported, not counted as a failure
     return 0 if counts.get("ok", 0) + counts.get("n/a", 0) == total and counts.get("ok", 0) else 1
+
+
+def _verify_all(args) -> int:
+    from . import coverage, sweep
+    from .architectures import task_architectures
+    from .plan import transformers_version
+
+    if args.architectures:
+        raise UsageError("--all takes no architecture names")
+    archs = task_architectures(args.task)
+    attns = ["eager", "sdpa"] if args.attn == "both" else [args.attn]
+    failed = 0
+    for attn in attns:
+        counts: dict[str, int] = {}
+
+        def show(r: dict) -> None:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+            detail = f"{r.get('subgraphs', 0)} subgraphs" if r["status"] == "ok" else r["reason"]
+            print(f"{r['arch']:<44} {r['status']:<15} {detail}", flush=True)
+
+        rows = sweep.run("verify", archs, {"attn": attn}, jobs=args.jobs, timeout=args.timeout,
+                         label=f"verify {args.task} [{attn}]", on_result=show)
+        table = {r["arch"]: r for r in rows}
+        print(coverage.totals_line(f"{args.task} [{attn}]", table).replace("**", ""))
+        if args.report:
+            json_path = os.path.splitext(args.report)[0] + ".json"
+            coverage.update(json_path, args.report, args.task, attn, rows, transformers_version())
+        failed += sum(1 for r in rows if r["status"] not in ("ok", "n/a"))
+    return 1 if failed else 0
 
 
 COMMANDS = {"plan": cmd_plan, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}

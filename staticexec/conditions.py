@@ -47,7 +47,12 @@ class ConditionClassifier:
         if isinstance(node, cst.UnaryOperation):
             return self.classify(node.expression)
         if isinstance(node, cst.BooleanOperation):
-            return worst(self.classify(node.left), self.classify(node.right))
+            left, right = self.classify(node.left), self.classify(node.right)
+            if (left == "dynamic") != (right == "dynamic"):
+                # `pixel_values is not None and (ids == k).any()`: decided per input when the left side
+                # short-circuits; emission refuses when it does not
+                return "input"
+            return worst(left, right)
         if isinstance(node, cst.Comparison):
             parts = [self.classify(node.left)] + [self.classify(c.comparator) for c in node.comparisons]
             if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):

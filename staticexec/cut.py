@@ -133,7 +133,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                         inputs.append(name)
                         if name not in defined:
                             piece.maybe_inputs.add(name)
-            local |= names.definite | names.maybe
+            local |= names.definite
         piece.inputs = inputs
         stored = set()
         for step in piece.steps:

@@ -31,6 +31,7 @@ class DecoratorModel:
     enter: str | None  # helper names in this module
     exit: str | None
     scope: str | None = None
+    passes_args: bool = False  # the enter helper takes the decorator's own arguments
 
 
 MODELS: dict[str, DecoratorModel] = {
@@ -45,6 +46,7 @@ MODELS: dict[str, DecoratorModel] = {
         "check_model_inputs", "merge_with_config_defaults_enter", "merge_with_config_defaults_exit"
     ),
     "capture_outputs": DecoratorModel("capture_outputs", "capture_outputs_enter", "capture_outputs_exit", "collecting"),
+    "deprecate_kwarg": DecoratorModel("deprecate_kwarg", "deprecate_kwarg_enter", None, passes_args=True),
 }
 
 
@@ -96,6 +98,18 @@ def decorator_kwargs(decorator: str) -> dict[str, Any]:
 
 
 # ----- run-time helpers (called from emitted code) ----------------------------------------------
+
+
+def deprecate_kwarg_enter(self: Any, kw: dict, *args: Any, **kwargs: Any) -> None:
+    """Rename or drop a deprecated keyword exactly as transformers' decorator does: run it on a probe."""
+    from transformers.utils.deprecation import deprecate_kwarg
+
+    def probe(self, **kw):
+        return kw
+
+    renamed = deprecate_kwarg(*args, **kwargs)(probe)(self, **kw)
+    kw.clear()
+    kw.update(renamed)
 
 
 def can_return_tuple_enter(self: Any, kw: dict) -> bool:

@@ -330,8 +330,12 @@ class Emitter:
                 kw_values.pop("return_dict", None)
             elif model.enter == "can_return_tuple_enter":
                 kw_values.pop("return_dict", None)
+            elif model.passes_args:
+                _, _, rest = name.partition("(")
+                extra = f", {rest[:-1]}" if rest else ""
             self._add(frame, f"{state} = {RUNTIME}.{model.enter}({self_var}, {kw}{extra})\n", self._line(frame, fn))
-            frame.exits.insert(0, (model, state, self_var))
+            if model.exit:
+                frame.exits.insert(0, (model, state, self_var))
             if model.scope:
                 frame.scopes = frame.scopes + (f"{RUNTIME}.{model.scope}({state})",)
         params = fn.params
@@ -721,7 +725,9 @@ class Emitter:
         frame.values[name] = value
         frame.defined.add(name)
         if _is_module(value):
-            self.module_bindings[local] = self._path_expr(value)
+            path = self._path_expr(value)
+            self.module_bindings[local] = path
+            self._add(frame, f"{local} = {path}\n", line)
             return
         literal = _literal(value)
         if literal is None:

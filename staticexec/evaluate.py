@@ -62,6 +62,8 @@ def evaluate(source: str, names: dict[str, object], module_globals: dict) -> obj
         tree = ast.parse(source.strip(), mode="eval")
     except SyntaxError as exc:
         raise Undecidable(f"can't parse {source!r}") from exc
+    if isinstance(tree.body, ast.BoolOp):
+        return _bool_op(tree.body, names, module_globals)
     _check(tree, names, module_globals)
     scope = dict(module_globals)
     scope.update(names)
@@ -71,6 +73,29 @@ def evaluate(source: str, names: dict[str, object], module_globals: dict) -> obj
         raise
     except Exception as exc:  # an error here means the expression needs what only running knows
         raise Undecidable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _bool_op(node: ast.BoolOp, names: dict, module_globals: dict) -> object:
+    """`a and b`: decided by any operand that is known and falsy (truthy for `or`).
+
+    `x is not None and <tensor test>` is decided when x is None; an operand that
+    can't be evaluated is skipped only when a later one decides the result.
+    """
+    deciding = (lambda v: not v) if isinstance(node.op, ast.And) else (lambda v: bool(v))
+    undecided: Undecidable | None = None
+    result: object = None
+    for operand in node.values:
+        try:
+            result = evaluate(ast.unparse(operand), names, module_globals)
+            decided = deciding(result)
+        except Undecidable as exc:
+            undecided = undecided or exc
+            continue
+        if decided:
+            return result
+    if undecided is not None:
+        raise undecided
+    return result
 
 
 def is_accessor(method: object) -> bool:

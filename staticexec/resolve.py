@@ -692,7 +692,17 @@ class Resolver:
         node = sf.top_level(defn.qualname)
         if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
             return unknown(f"{defn.module}.{defn.qualname} is not a simple assignment")
-        return self._module_expr_value(sf, node.value)
+        value = node.value
+        if (
+            isinstance(value, ast.Call)
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+            and value.args[0].id == defn.qualname
+            and sf.find_class(defn.qualname) is not None
+        ):
+            # `AutoModel = auto_class_update(AutoModel)`: a class decorated after its definition
+            return one(ClassObject(ClassRef(defn.module, defn.qualname)))
+        return self._module_expr_value(sf, value)
 
     def _module_expr_value(self, sf: SourceFile, expr: ast.expr) -> Value:
         if isinstance(expr, ast.Dict):
@@ -765,7 +775,10 @@ class Resolver:
         config = self.configs.get(ref.path)
         if config is None:
             return DATA
-        value = getattr(config, attr, None)
+        try:
+            value = getattr(config, attr, None)
+        except Exception:  # configs may refuse ambiguous reads (per-layer attributes)
+            return DATA
         if _is_config(value):
             path = f"{ref.path}.{attr}"
             self.configs[path] = value

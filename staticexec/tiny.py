@@ -825,14 +825,30 @@ def _layer_stack_class(model: nn.Module) -> set[str]:
 
 
 def _outermost(model: nn.Module, targets: set[str]) -> set[str]:
-    nested = set()
+    """Drop a target class only when every instance of it sits inside another target's instance."""
+    nested, outside = set(), set()
 
     def visit(module: nn.Module, inside: str | None) -> None:
         name = type(module).__name__
-        if name in targets and inside is not None and inside != name:
-            nested.add(name)
+        if name in targets:
+            (nested if inside is not None and inside != name else outside).add(name)
         for child in module.children():
             visit(child, inside if inside is not None else (name if name in targets else None))
 
     visit(model, None)
-    return targets - nested
+    return targets - (nested - outside)
+
+
+def upstream_note(arch: str, attn_implementation: str = "eager") -> str:
+    """Why a build failed, when the class's own default config can't build the model either (tried on meta)."""
+    import torch
+
+    try:
+        config = config_class_for(arch)()
+        with torch.device("meta"):
+            model_class_for(arch)._from_config(config, attn_implementation=attn_implementation)
+    except ImportError:
+        return "needs a library: "
+    except Exception:
+        return "defaults broken upstream: "
+    return ""

@@ -43,7 +43,7 @@ class _CallLog:
     """Forward hooks on every target module: which were called, and in which subgraph."""
 
     def __init__(self, model: Any, targets: set[str]) -> None:
-        self.names = {id(m): n for n, m in model.named_modules() if type(m).__name__ in targets}
+        self.names = {id(m): n for n, m in outermost_targets(model, targets)}
         self.calls: list[tuple[str, int]] = []
         self.current = -1
         self.handles = [
@@ -56,6 +56,19 @@ class _CallLog:
     def close(self) -> None:
         for h in self.handles:
             h.remove()
+
+
+def outermost_targets(model: Any, targets: set[str]) -> list[tuple[str, Any]]:
+    """Target modules not inside another target module: the ones a subgraph chain calls."""
+    out: list[tuple[str, Any]] = []
+    inside: list[str] = []
+    for name, module in model.named_modules():
+        if any(name.startswith(p + ".") for p in inside):
+            continue
+        if type(module).__name__ in targets:
+            out.append((name, module))
+            inside.append(name)
+    return out
 
 
 def _tensors(value: Any, prefix: str = "output") -> dict:
@@ -107,7 +120,7 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             verdict.status = "n/a"
             verdict.reason = f"{architecture} does not support attn_implementation={attn_implementation!r} in transformers"
         else:
-            verdict.status, verdict.reason = "build-failed", str(exc)
+            verdict.status, verdict.reason = "build-failed", tiny.upstream_note(architecture, attn_implementation) + str(exc)
         return verdict
     targets = targets or tiny.default_targets(model)
     verdict.targets = list(targets)
@@ -119,8 +132,7 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     log = _CallLog(model, set(targets))
     try:
         try:
-            with torch.no_grad():
-                expected = model(**sample)
+            expected, sample = _own_forward(model, sample)
         except Exception as exc:  # the model itself can't run here
             verdict.status, verdict.reason = "run-failed", _one_line(exc)
             return verdict
@@ -164,6 +176,23 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     finally:
         log.close()
         verdict.seconds = time.perf_counter() - start
+
+
+def _own_forward(model: Any, sample: dict) -> tuple[Any, dict]:
+    """The model's own output on the sample; with its cache off when the default cache can't run here."""
+    import inspect
+
+    import torch
+
+    try:
+        with torch.no_grad():
+            return model(**sample), sample
+    except Exception:
+        if "use_cache" not in inspect.signature(model.forward).parameters or "use_cache" in sample:
+            raise
+    retry = dict(sample, use_cache=False)
+    with torch.no_grad():
+        return model(**retry), retry
 
 
 def _check_calls(own: list[tuple[str, int]], chained: list[tuple[str, int]], n_subgraphs: int) -> str:

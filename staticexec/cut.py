@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import builtins
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class _Names:
     maybe: set[str]
 
 
+@lru_cache(maxsize=65536)
 def _names(code: str) -> _Names:
     tree = ast.parse(code)
     loads: list[str] = []
@@ -98,6 +100,7 @@ class Piece:
     maybe_inputs: set[str] = field(default_factory=set)
     prelude: dict[str, str] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
+    definite_outputs: set[str] = field(default_factory=set)  # surely bound when the piece ends
 
 
 def cut(steps: list[Step]) -> list[Piece]:
@@ -141,6 +144,8 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
             defined |= n.definite
             stored |= n.definite | n.maybe
             maybe_defined |= n.maybe
+            piece.definite_outputs |= n.definite
+        piece.definite_outputs |= set(inputs) - piece.maybe_inputs
         piece.outputs = sorted(stored)
     # keep only outputs a later piece reads (and the final output)
     for i, piece in enumerate(pieces):
@@ -187,9 +192,16 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
         for code_line in step.code.rstrip("\n").split("\n"):
             origins.append((len(lines) + 1, step.origin))
             lines.append(f"{indent}{code_line}" if code_line.strip() else "")
-    lines.append("    _locals = locals()")
-    outs = ", ".join(repr(n) for n in piece.outputs)
-    lines.append(f"    return {{_n: _locals[_n] for _n in ({outs}{',' if len(piece.outputs) == 1 else ''}) if _n in _locals}}")
+    sure = [n for n in piece.outputs if n in piece.definite_outputs]
+    maybe = [n for n in piece.outputs if n not in piece.definite_outputs]
+    if maybe:  # assigned only on some paths: returned when bound
+        lines.append("    _locals = locals()")
+        lines.append(f"    _out = {{_n: _locals[_n] for _n in {tuple(maybe)!r} if _n in _locals}}")
+        for n in sure:
+            lines.append(f"    _out[{n!r}] = {n}")
+        lines.append("    return _out")
+    else:
+        lines.append("    return {" + ", ".join(f"{n!r}: {n}" for n in sure) + "}")
     return "\n".join(lines) + "\n", origins
 
 

@@ -15,7 +15,6 @@ A decorator not in the table makes the plan refuse.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -195,15 +194,23 @@ def capture_outputs_enter(self: Any, kw: dict, tie_last_hidden_states: bool = Tr
     return CaptureState(return_dict, collected, tie_last_hidden_states)
 
 
-@contextlib.contextmanager
-def collecting(state: CaptureState):
-    from transformers.utils import output_capturing as oc
+class collecting:
+    """Make the output collector of a capture_outputs call active while a subgraph runs part of its body."""
 
-    token = oc._active_collector.set(state.collected)
-    try:
-        yield
-    finally:
-        oc._active_collector.reset(token)
+    __slots__ = ("collected", "token")
+
+    def __init__(self, state: CaptureState) -> None:
+        self.collected = state.collected
+
+    def __enter__(self) -> None:
+        from transformers.utils.output_capturing import _active_collector
+
+        self.token = _active_collector.set(self.collected)
+
+    def __exit__(self, *exc: object) -> None:
+        from transformers.utils.output_capturing import _active_collector
+
+        _active_collector.reset(self.token)
 
 
 def capture_outputs_exit(self: Any, state: CaptureState, outputs: Any) -> Any:

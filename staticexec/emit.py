@@ -94,12 +94,85 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
 
+# Parsed functions are cached for the life of the process (source.parse_function), so the ids of
+# their nodes are stable keys; these caches make a second emission of the same plan cheap.
+_REWRITTEN: dict[tuple, str] = {}
+_STORED: dict[int, tuple[str, ...]] = {}
+_CALLS: dict[int, list] = {}
+_LINES: dict[int, dict[int, int]] = {}
+_EXITS: dict[int, object] = {}
+
+
+def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[int, str] | None = None) -> str:
+    """A statement's code with a frame's names renamed (and one call replaced), cached."""
+    key = (id(stmt), tuple(sorted(rename.items())), replace)
+    code = _REWRITTEN.get(key)
+    if code is None:
+        node = stmt.visit(_Rewrite(rename, dict([replace]) if replace else None))
+        code = _stmt_code(node)
+        _REWRITTEN[key] = code
+    return code
+
+
+def stored_names(stmt: cst.CSTNode) -> tuple[str, ...]:
+    names = _STORED.get(id(stmt))
+    if names is None:
+        from .resolve import _LocalBindings
+
+        visitor = _LocalBindings()
+        stmt.visit(visitor)
+        names = _STORED[id(stmt)] = tuple(visitor.bindings)
+    return names
+
+
+def cached_calls(stmt: cst.CSTNode) -> list:
+    calls = _CALLS.get(id(stmt))
+    if calls is None:
+        calls = _CALLS[id(stmt)] = calls_in(stmt)
+    return calls
+
+
 def _stmt_code(stmt: cst.CSTNode) -> str:
     code = cst.Module(body=[stmt]).code if isinstance(stmt, cst.BaseStatement) else _code(stmt)
     return code.rstrip("\n") + "\n"
 
 
-def _bound_names(fn: cst.FunctionDef) -> set[str]:
+_BOUND: dict[int, frozenset[str]] = {}
+_LOADED: dict[int, frozenset[str]] = {}
+
+
+def _bound_names(fn: cst.FunctionDef) -> frozenset[str]:
+    names = _BOUND.get(id(fn))
+    if names is None:
+        names = _BOUND[id(fn)] = frozenset(_collect_bound_names(fn))
+    return names
+
+
+def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
+    """Every name a function reads (attribute and keyword names aside)."""
+    names = _LOADED.get(id(fn))
+    if names is None:
+        loaded: set[str] = set()
+
+        class Loads(cst.CSTVisitor):
+            def visit_Name(self, node: cst.Name) -> None:
+                loaded.add(node.value)
+
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                node.value.visit(self)
+                return False
+
+            def visit_Arg(self, node: cst.Arg) -> bool:
+                node.value.visit(self)
+                return False
+
+        fn.body.visit(Loads())
+        fn.params.visit(Loads())
+        names = _LOADED[id(fn)] = frozenset(loaded)
+    return names
+
+
+def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
     from .resolve import _LocalBindings, param_names
 
     visitor = _LocalBindings()
@@ -255,23 +328,7 @@ class Emitter:
 
     def _import_globals(self, frame: Frame, local_names: set[str]) -> None:
         """Make the frame's module-level names available; rename those that clash across modules."""
-        loaded: set[str] = set()
-
-        class Loads(cst.CSTVisitor):
-            def visit_Name(self, node: cst.Name) -> None:
-                loaded.add(node.value)
-
-            def visit_Attribute(self, node: cst.Attribute) -> bool:
-                node.value.visit(self)
-                return False
-
-            def visit_Arg(self, node: cst.Arg) -> bool:
-                node.value.visit(self)
-                return False
-
-        frame.fn.body.visit(Loads())
-        frame.fn.params.visit(Loads())
-        for name in sorted(loaded - local_names):
+        for name in sorted(_loaded_in(frame.fn) - local_names):
             if name in frame.module_globals:
                 obj = frame.module_globals[name]
             elif hasattr(builtins, name):
@@ -459,7 +516,9 @@ class Emitter:
                 return
             if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, (cst.Continue, cst.Break)) for s in stmt.body):
                 raise _LoopExit("break" if any(isinstance(s, cst.Break) for s in stmt.body) else "continue")
-            probe = exits(stmt)
+            probe = _EXITS.get(id(stmt))
+            if probe is None:
+                probe = _EXITS[id(stmt)] = exits(stmt)
             if probe.loop_exit:
                 raise Refused([UnsupportedStatement(frame.entry["path"], line, "`break` / `continue` in code that runs around target calls")])
             if probe.found:
@@ -497,7 +556,7 @@ class Emitter:
         return self._line_of(frame, stmt)
 
     def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
-        cache = getattr(frame, "_lines", None)
+        cache = _LINES.get(id(frame.fn))
         if cache is None:
             cache = {}
             wrapper = cst.MetadataWrapper(cst.Module(body=[frame.fn]), unsafe_skip_copy=True)
@@ -507,12 +566,11 @@ class Emitter:
             for node, pos in positions.items():
                 if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
                     cache[id(node)] = pos.start.line + frame.line_offset
-            frame._lines = cache  # type: ignore[attr-defined]
+            _LINES[id(frame.fn)] = cache
         return cache.get(id(stmt), frame.entry["lines"][0])
 
     def _emit_stmt(self, frame: Frame, stmt: cst.CSTNode, line: int) -> None:
-        code = _stmt_code(stmt.visit(_Rewrite(frame.rename)))
-        self._add(frame, code, line)
+        self._add(frame, rewritten(stmt, frame.rename), line)
 
     def _emit_small(self, frame: Frame, small: cst.BaseSmallStatement, line: int) -> None:
         code = _code(small.visit(_Rewrite(frame.rename))).strip() + "\n"
@@ -520,11 +578,7 @@ class Emitter:
 
     def _forget_stores(self, frame: Frame, stmt: cst.CSTNode) -> None:
         """Names an opaque statement assigns are no longer known at emit time."""
-        from .resolve import _LocalBindings
-
-        visitor = _LocalBindings()
-        stmt.visit(visitor)
-        for name in visitor.bindings:
+        for name in stored_names(stmt):
             frame.values[name] = UNKNOWN
             frame.defined.add(name)
             self.module_bindings.pop(frame.local(name), None)
@@ -544,7 +598,7 @@ class Emitter:
     # target, ancestor, control ------------------------------------------------------------
 
     def _call_node(self, stmt: cst.CSTNode, entry: dict) -> cst.Call:
-        calls = calls_in(stmt)
+        calls = cached_calls(stmt)
         index = entry["call"].get("index", 0)
         if index >= len(calls):
             raise Refused([InstanceMismatch("", entry["lines"][0], "the plan's call site is not in the source")])
@@ -568,7 +622,7 @@ class Emitter:
         if path in self.called_targets:
             raise Refused([UnsupportedStatement(frame.entry["path"], line, f"{path} would be called twice")])
         self.called_targets.append(path)
-        code = _stmt_code(stmt.visit(_Rewrite(frame.rename)))
+        code = rewritten(stmt, frame.rename)
         self.steps.append(
             Step(code=code, origin=self._origin(frame, line), target=self.paths[id(module)],
                  scopes=frame.scopes, modules=dict(self.module_bindings))
@@ -617,8 +671,7 @@ class Emitter:
         self._bind(inner, kw_code, kw_values, open_kw)
         self._body(inner)
         self._finish(inner)
-        rest = stmt.visit(_Rewrite(frame.rename, {id(call): result}))
-        self._add(frame, _stmt_code(rest), line)
+        self._add(frame, rewritten(stmt, frame.rename, (id(call), result)), line)
         self._forget_stores(frame, stmt)
 
     def _call_kwargs(self, frame: Frame, inner: Frame, call: cst.Call, bound: bool, line: int):

@@ -12,6 +12,7 @@ import ast
 import linecache
 import traceback
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 _MISSING = object()
@@ -66,8 +67,10 @@ class Subgraph:
         """Run this subgraph on named inputs; returns the named values later subgraphs need."""
         if args:
             raise TypeError("subgraph inputs are passed by name")
+        if not inputs.keys() <= self.input_names:
+            inputs = {k: v for k, v in inputs.items() if k in self.input_names}
         try:
-            return self._fn(model, **{k: v for k, v in inputs.items() if k in self.input_names})
+            return self._fn(model, **inputs)
         except Exception as exc:
             origin = self._origin_of(exc)
             if origin and hasattr(exc, "add_note"):
@@ -107,8 +110,7 @@ def _module_paths(piece) -> list[str]:
     for step in piece.steps:
         if step.target is not None and step.target not in paths:
             paths.append(step.target)
-        tree = ast.parse(step.code)
-        for node in ast.walk(tree):
+        for node in _calls(step.code):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 chain = []
                 cur: ast.AST = node.func
@@ -124,6 +126,11 @@ def _module_paths(piece) -> list[str]:
                     if full not in paths:
                         paths.append(full)
     return paths
+
+
+@lru_cache(maxsize=65536)
+def _calls(code: str) -> tuple:
+    return tuple(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call))
 
 
 def _expr_path(expr: str) -> str | None:

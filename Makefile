@@ -26,6 +26,9 @@ verify: install
 plans: install
 	$(BIN)/staticexec plan --all --out fixtures/plans/transformers-$(TRANSFORMERS_VERSION)
 
+verify-all: install
+	$(BIN)/staticexec verify --all --task causal-lm --report docs/coverage.md
+
 bench: install
 	$(BIN)/python benchmarks/emit_and_run.py
 

@@ -243,7 +243,7 @@ class CallGraphBuilder:
                     continue  # a plain function given no module can't reach one
                 nid = self._enqueue(fref, bound_cls, {})
                 callees.append(nid)
-                edges.append((nid, self._bind(fref, call, arg_values, bound=bound_cls is not None)))
+                edges.append((nid, self._bind(fref, call, arg_values, bound=atom.bound is not None)))
             elif isinstance(atom, Unknown):
                 unresolved.append(atom.reason)
         args_hold_targets = any(_holds_target(v, self) for v in arg_values)

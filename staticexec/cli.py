@@ -51,9 +51,13 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("plan", help="analyse an architecture and write its wrap plan",
                         description="Analyse ARCH's forward from its source and write DIR/ARCH.json.")
-    sp.add_argument("architecture", metavar="ARCH", help="model class name, e.g. LlamaForCausalLM")
+    sp.add_argument("architecture", nargs="?", metavar="ARCH", help="model class name, e.g. LlamaForCausalLM")
     targets(sp)
     sp.add_argument("--out", default="plans", metavar="DIR", help="output folder (default: plans/)")
+    sp.add_argument("--all", action="store_true",
+                    help="every generative architecture of the installed transformers, with DIR/index.json")
+    sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="with --all: parallel workers")
+    sp.add_argument("--no-cache", action="store_true", help="with --all: ignore the on-disk cache")
 
     sp = sub.add_parser("explain", help="print each analysed statement's class and call chain",
                         description="Print the analysed forwards of ARCH, marking each statement's class; for "
@@ -65,6 +69,14 @@ def _parser() -> argparse.ArgumentParser:
                         description="Build a tiny random ARCH from its config class and print its subgraphs.")
     sp.add_argument("architecture", metavar="ARCH")
     targets(sp)
+
+    sp = sub.add_parser("check", help="re-analyse committed plans against the installed transformers",
+                        description="Re-analyse every plan in DIR (a folder written by `plan --all`) against the "
+                                    "installed transformers and report each architecture as unchanged, changed "
+                                    "(with a diff of statements, call chains and targets) or stale (same analysis, "
+                                    "other source). Exit 1 when anything changed or is stale.")
+    sp.add_argument("folder", metavar="DIR")
+    sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
 
     sp = sub.add_parser("verify", help="check architectures end to end on tiny models",
                         description="For each ARCH: build a tiny random model, run its own forward and the "
@@ -106,6 +118,11 @@ def _check_targets(plan_targets: list[str] | None, arch: str) -> None:
 def cmd_plan(args) -> int:
     from .api import analyse_architecture
 
+    if args.all:
+        return _plan_all(args)
+    if not args.architecture:
+        raise UsageError("name an architecture, or --all")
+
     plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
     _check_requested(args.targets, plan)
     os.makedirs(args.out, exist_ok=True)
@@ -113,6 +130,34 @@ def cmd_plan(args) -> int:
     write_atomic(path, plan.to_json())
     n = len(plan.doc["functions"])
     print(f"{path}: {n} reaching functions, targets {', '.join(plan.targets)}")
+    return 0
+
+
+def _plan_all(args) -> int:
+    import time
+
+    from . import sweep
+    from .architectures import all_generative
+    from .plan import transformers_version
+    from .plans import CACHE_DIR, write_index
+
+    if args.architecture or args.targets or args.config:
+        raise UsageError("--all plans every architecture with its default targets and config")
+    os.makedirs(args.out, exist_ok=True)
+    archs = all_generative()
+    start = time.monotonic()
+    options = {"out": os.path.abspath(args.out), "cache": None if args.no_cache else os.path.abspath(CACHE_DIR)}
+    rows = sweep.run("plan", archs, options, jobs=args.jobs, timeout=600, label="plan")
+    index = write_index(args.out, rows, transformers_version())
+    counts: dict[str, int] = {}
+    for row in index["architectures"].values():
+        counts[row["status"]] = counts.get(row["status"], 0) + 1
+    for arch, row in sorted(index["architectures"].items()):
+        if row["status"] != "ok":
+            print(f"{arch:<44} {row['status']:<9} {row.get('reason', '')}")
+    done = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+    print(f"{len(archs)} architectures planned in {time.monotonic() - start:.0f}s: {done}; "
+          f"plans and index.json in {args.out}")
     return 0
 
 
@@ -223,7 +268,18 @@ def _verify_all(args) -> int:
     return 1 if failed else 0
 
 
-COMMANDS = {"plan": cmd_plan, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}
+def cmd_check(args) -> int:
+    from .plans import check
+
+    changed, report = check(args.folder, jobs=args.jobs)
+    for line in report:
+        print(line)
+    total = sum(1 for line in report if not line.startswith(" "))
+    print(f"{total} architectures: {total - changed} unchanged, {changed} changed or stale")
+    return 1 if changed else 0
+
+
+COMMANDS = {"plan": cmd_plan, "check": cmd_check, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if not args.command:
-            raise UsageError("name a command: plan, explain, emit or verify (see `staticexec --help`)")
+            raise UsageError("name a command: plan, explain, emit, verify or check (see `staticexec --help`)")
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"staticexec: {exc}", file=sys.stderr)

@@ -37,6 +37,8 @@ MODELS: dict[str, DecoratorModel] = {
     "auto_docstring": DecoratorModel("auto_docstring", None, None),
     "add_start_docstrings_to_model_forward": DecoratorModel("add_start_docstrings_to_model_forward", None, None),
     "replace_return_docstrings": DecoratorModel("replace_return_docstrings", None, None),
+    # a static method is a plain function once looked up on its class
+    "staticmethod": DecoratorModel("staticmethod", None, None),
     "can_return_tuple": DecoratorModel("can_return_tuple", "can_return_tuple_enter", "can_return_tuple_exit"),
     "merge_with_config_defaults": DecoratorModel(
         "merge_with_config_defaults", "merge_with_config_defaults_enter", "merge_with_config_defaults_exit"
@@ -232,6 +234,26 @@ def capture_outputs_exit(self: Any, state: CaptureState, outputs: Any) -> Any:
     if state.return_dict is False:
         outputs = outputs.to_tuple()
     return outputs
+
+
+class AutogradContext:
+    """Stands in for the `ctx` of an inlined `torch.autograd.Function.forward`.
+
+    Subgraphs run the function's forward directly (calibration runs without
+    gradients), so what the forward stores for its backward is kept and unused.
+    """
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        self.saved_tensors = tensors
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        pass
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
 
 
 HELPERS: dict[str, Callable] = {

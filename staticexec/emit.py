@@ -114,14 +114,39 @@ def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[int, str
     return code
 
 
+class _Mutated(cst.CSTVisitor):
+    """Names whose value a statement may change in place: `d.pop(...)`, `d[k] = v`, `del d[k]`."""
+
+    METHODS = {"pop", "popitem", "update", "setdefault", "clear", "append", "extend", "insert", "remove"}
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in self.METHODS and isinstance(f.value, cst.Name):
+            self.names.add(f.value.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        if isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
+            self.names.add(node.target.value.value)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        if isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
+            self.names.add(node.target.value.value)
+
+
 def stored_names(stmt: cst.CSTNode) -> tuple[str, ...]:
+    """Names a statement assigns or changes in place: afterwards their emit-time value is unknown."""
     names = _STORED.get(id(stmt))
     if names is None:
         from .resolve import _LocalBindings
 
         visitor = _LocalBindings()
         stmt.visit(visitor)
-        names = _STORED[id(stmt)] = tuple(visitor.bindings)
+        mutated = _Mutated()
+        stmt.visit(mutated)
+        names = _STORED[id(stmt)] = tuple(sorted(set(visitor.bindings) | mutated.names))
     return names
 
 
@@ -229,6 +254,12 @@ def _is_module(value: Any) -> bool:
     import torch
 
     return isinstance(value, torch.nn.Module)
+
+
+def _is_autograd_function(cls: type) -> bool:
+    import torch
+
+    return issubclass(cls, torch.autograd.Function)
 
 
 def _function_ref(fn: Any) -> FunctionRef:
@@ -420,7 +451,8 @@ class Emitter:
             frame.values[params.star_arg.name.value] = ()
         if params.star_kwarg is not None:
             lines.append(f"{frame.local(params.star_kwarg.name.value)} = {kw}")
-            frame.values[params.star_kwarg.name.value] = UNKNOWN
+            # what is left of the call's keywords, when all of them are known at emit time
+            frame.values[params.star_kwarg.name.value] = UNKNOWN if open_kw else dict(kw_values)
         self._add(frame, "\n".join(lines) + "\n", self._line(frame, fn))
         frame.defined |= {p.name.value for p in plain + list(params.kwonly_params)}
         if self_name:
@@ -645,12 +677,17 @@ class Emitter:
         call = self._call_node(stmt, entry)
         callee = self._concrete(frame, call.func, line)
         bound = getattr(callee, "__self__", None)
+        autograd = False
         if hasattr(callee, "forward") and _is_module(callee):
             fn = type(callee).forward
             self_obj = callee
         elif bound is not None and _is_module(bound):
             fn = callee.__func__
             self_obj = bound
+        elif isinstance(bound, type) and _is_autograd_function(bound) and callee.__name__ == "apply":
+            fn = inspect.unwrap(bound.forward)
+            self_obj = None
+            autograd = True
         elif inspect.isfunction(callee):
             fn = callee
             self_obj = None
@@ -667,7 +704,10 @@ class Emitter:
         result = f"ret__{self.frames}"
         inner = self._frame(nid, entry2, self_obj, rename=True, result=result)
         inner.scopes = frame.scopes
-        kw_code, kw_values, open_kw = self._call_kwargs(frame, inner, call, self_obj is not None, line)
+        kw_code, kw_values, open_kw = self._call_kwargs(frame, inner, call, self_obj is not None or autograd, line)
+        if autograd:  # `Fn.apply(...)` gives the forward a fresh context as its first argument
+            ctx_name = inner.fn.params.params[0].name.value
+            kw_code = "{" + f"{ctx_name!r}: {RUNTIME}.AutogradContext(), " + kw_code[1:]
         self._bind(inner, kw_code, kw_values, open_kw)
         self._body(inner)
         self._finish(inner)

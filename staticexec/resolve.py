@@ -246,6 +246,9 @@ class Resolver:
     def is_container(self, ref: ClassRef) -> bool:
         return any((c.module, c.name) in CONTAINERS for c in self.mro(ref))
 
+    def is_autograd_function(self, cls: ClassRef) -> bool:
+        return any(c.module == "torch.autograd.function" and c.name == "Function" for c in self.mro(cls))
+
     def is_external(self, ref_module: str) -> bool:
         """Code we never analyse: torch and the standard library (their modules hold no targets)."""
         return ref_module.split(".")[0] in ("torch", "builtins", "typing", "functools", "collections", "math")
@@ -747,6 +750,11 @@ class Resolver:
             elif isinstance(atom, ConfigRef):
                 out.append(self._config_attribute(atom, attr))
             elif isinstance(atom, ClassObject):
+                if attr == "apply" and self.is_autograd_function(atom.cls):
+                    # `Fn.apply(*args)` runs `Fn.forward(ctx, *args)`: analysed like a call to it
+                    forward = self.find_method(atom.cls, "forward")
+                    out.append(one(Function(forward, one(Data()))) if forward else unknown("no forward", ctx.line(node)))
+                    continue
                 method = self.find_method(atom.cls, attr)
                 if attr in FACTORY_METHODS and (method is None or method.module in FACTORY_MODULES):
                     out.append(one(Factory(atom.cls)))

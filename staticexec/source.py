@@ -118,6 +118,10 @@ def _top_level_index(sf: SourceFile) -> tuple[dict[str, ast.AST], None]:
 
 _INDEX: dict[str, tuple[dict[str, ast.AST], None]] = {}
 _FILES: dict[str, SourceFile] = {}
+_STAMPS: dict[str, tuple[int, int]] = {}
+_BY_MODULE: dict[str, str] = {}
+# every file read since the caller last cleared it: what an analysis depended on
+ACCESSED: set[str] = set()
 
 
 def module_for_path(path: str) -> tuple[str, str]:
@@ -142,11 +146,18 @@ def module_for_path(path: str) -> tuple[str, str]:
 def load_file(path: str, module: str | None = None, relpath: str | None = None) -> SourceFile:
     """Read and index a file, once per (path, content); `module` / `relpath` name files outside sys.path."""
     path = os.path.realpath(path)
+    stat = os.stat(path)
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    cached = _FILES.get(path)
+    if cached is not None and _STAMPS.get(path) == stamp and (module is None or module == cached.module):
+        ACCESSED.add(path)
+        return cached
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     digest = sha256(text)
-    cached = _FILES.get(path)
-    if cached is not None and cached.hash == digest:
+    _STAMPS[path] = stamp
+    ACCESSED.add(path)
+    if cached is not None and cached.hash == digest and (module is None or module == cached.module):
         return cached
     mod, rel = module_for_path(path)
     if cached is not None and module is None and relpath is None:
@@ -161,6 +172,7 @@ def load_file(path: str, module: str | None = None, relpath: str | None = None) 
         lines=text.splitlines(),
     )
     _FILES[path] = sf
+    _BY_MODULE[sf.module] = path
     return sf
 
 
@@ -172,11 +184,15 @@ def known_module(path: str | None) -> str | None:
     return sf.module if sf is not None else None
 
 
+def loaded(path: str) -> SourceFile | None:
+    return _FILES.get(os.path.realpath(path))
+
+
 def module_path(module: str) -> str | None:
     """The file of a module, found without importing it."""
-    known = next((f for f in _FILES.values() if f.module == module), None)
+    known = _BY_MODULE.get(module)
     if known is not None:
-        return known.path
+        return known
     return _spec_path(module)
 
 

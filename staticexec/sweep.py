@@ -47,7 +47,13 @@ def _job_forward(arch: str, options: dict) -> dict:
     return {"status": "ok", "reason": "", "mb": round(tiny.param_mb(model), 2)}
 
 
-JOBS: dict[str, Callable[[str, dict], dict]] = {"verify": _job_verify, "forward": _job_forward}
+def _job_plan(arch: str, options: dict) -> dict:
+    from .plans import plan_one
+
+    return plan_one(arch, options["out"], options.get("cache"))
+
+
+JOBS: dict[str, Callable[[str, dict], dict]] = {"verify": _job_verify, "forward": _job_forward, "plan": _job_plan}
 
 
 def worker(kind: str, options: dict) -> None:

@@ -774,6 +774,13 @@ def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: 
 
     params = inspect.signature(model.forward).parameters
     inputs: dict[str, Any] = {"input_ids": ids()}
+    codebooks = getattr(model.config, "num_codebooks", None)
+    if isinstance(codebooks, int) and codebooks > 1:
+        # audio-token decoders take one row of ids per codebook: (batch * num_codebooks, seq)
+        inputs["input_ids"] = allowed[torch.randint(len(allowed), (batch * codebooks, seq_len), generator=generator)]
+    if "lang_ids" in params:
+        # language-adapter models need a language; the first one serves
+        inputs["lang_ids"] = torch.zeros(batch, dtype=torch.long)
     if "attention_mask" in params:
         mask = torch.ones(batch, seq_len, dtype=torch.long)
         if batch > 1:

@@ -132,7 +132,7 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     log = _CallLog(model, set(targets))
     try:
         try:
-            expected, sample = _own_forward(model, sample)
+            expected, sample = _own_forward(model, sample, log)
         except Exception as exc:  # the model itself can't run here
             verdict.status, verdict.reason = "run-failed", _one_line(exc)
             return verdict
@@ -178,7 +178,7 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
         verdict.seconds = time.perf_counter() - start
 
 
-def _own_forward(model: Any, sample: dict) -> tuple[Any, dict]:
+def _own_forward(model: Any, sample: dict, log: "_CallLog") -> tuple[Any, dict]:
     """The model's own output on the sample; with its cache off when the default cache can't run here."""
     import inspect
 
@@ -188,9 +188,12 @@ def _own_forward(model: Any, sample: dict) -> tuple[Any, dict]:
         with torch.no_grad():
             return model(**sample), sample
     except Exception:
-        if "use_cache" not in inspect.signature(model.forward).parameters or "use_cache" in sample:
+        params = inspect.signature(model.forward).parameters
+        takes = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        if not takes or "use_cache" in sample:
             raise
     retry = dict(sample, use_cache=False)
+    log.calls.clear()  # the failed attempt may have called some targets already
     with torch.no_grad():
         return model(**retry), retry
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from .evaluate import ENVIRONMENT_CALLS
+
 ORDER = {"static": 0, "input": 1, "dynamic": 2}
 STATIC_CALLS = {"isinstance", "hasattr", "getattr", "callable", "len", "bool", "type", "issubclass"}
 
@@ -61,6 +63,8 @@ class ConditionClassifier:
             return c if c != "input" else "dynamic"
         if isinstance(node, cst.Call):
             f = node.func
+            if isinstance(f, cst.Name) and f.value in ENVIRONMENT_CALLS:
+                return "static"
             if isinstance(f, cst.Name) and f.value in STATIC_CALLS:
                 args = [self.classify(a.value) for a in node.args]
                 c = worst(*args)
@@ -71,6 +75,7 @@ class ConditionClassifier:
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             return worst(*(self.classify(e.value) for e in node.elements))
         if isinstance(node, cst.IfExp):
+            # the test decides which side counts: a static or input test keeps the whole decidable
             return worst(self.classify(node.test), self.classify(node.body), self.classify(node.orelse))
         if isinstance(node, cst.BinaryOperation):
             c = worst(self.classify(node.left), self.classify(node.right))
@@ -101,7 +106,11 @@ class ConditionClassifier:
                 parts.append(self.classify(inner_value) if inner_kind == "expr" else self._iterable(inner_value))
             else:
                 parts.append("dynamic")
-        result = worst(*parts)
+        # a name bound both to decidable and to tensor values may still be decided where it is used
+        if "dynamic" in parts and any(p != "dynamic" for p in parts):
+            result = "input"
+        else:
+            result = worst(*parts)
         self._names[name] = result
         return result
 

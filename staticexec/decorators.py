@@ -30,7 +30,7 @@ class DecoratorModel:
     enter: str | None  # helper names in this module
     exit: str | None
     scope: str | None = None
-    passes_args: bool = False  # the enter helper takes the decorator's own arguments
+    probe: bool = False  # the enter helper runs the real decorator object on a probe function
 
 
 MODELS: dict[str, DecoratorModel] = {
@@ -47,7 +47,10 @@ MODELS: dict[str, DecoratorModel] = {
         "check_model_inputs", "merge_with_config_defaults_enter", "merge_with_config_defaults_exit"
     ),
     "capture_outputs": DecoratorModel("capture_outputs", "capture_outputs_enter", "capture_outputs_exit", "collecting"),
-    "deprecate_kwarg": DecoratorModel("deprecate_kwarg", "deprecate_kwarg_enter", None, passes_args=True),
+    # decorators that only rewrite the call's keywords: run the real decorator on a probe
+    "deprecate_kwarg": DecoratorModel("deprecate_kwarg", "kwargs_decorator_enter", None, probe=True),
+    "accepts_precomputed_kwargs": DecoratorModel("accepts_precomputed_kwargs", "kwargs_decorator_enter", None, probe=True),
+    "select_hidden_states": DecoratorModel("select_hidden_states", "kwargs_decorator_enter", None, probe=True),
 }
 
 
@@ -101,16 +104,24 @@ def decorator_kwargs(decorator: str) -> dict[str, Any]:
 # ----- run-time helpers (called from emitted code) ----------------------------------------------
 
 
-def deprecate_kwarg_enter(self: Any, kw: dict, *args: Any, **kwargs: Any) -> None:
-    """Rename or drop a deprecated keyword exactly as transformers' decorator does: run it on a probe."""
-    from transformers.utils.deprecation import deprecate_kwarg
+def kwargs_decorator_enter(self: Any, kw: dict, decorator: Callable, fn: Callable) -> None:
+    """Rewrite the call's keywords exactly as a keywords-only decorator does.
 
-    def probe(self, **kw):
-        return kw
+    The real decorator object wraps a probe with the decorated function's
+    signature; calling the probe returns the keywords the function would get.
+    """
+    import inspect
 
-    renamed = deprecate_kwarg(*args, **kwargs)(probe)(self, **kw)
+    def probe(*args: Any, **kwargs: Any) -> dict:
+        return kwargs
+
+    probe.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    probe.__name__ = fn.__name__
+    probe.__qualname__ = fn.__qualname__
+    wrapped = decorator(probe)
+    rewritten = wrapped(self, **kw) if self is not None else wrapped(**kw)
     kw.clear()
-    kw.update(renamed)
+    kw.update(rewritten)
 
 
 def can_return_tuple_enter(self: Any, kw: dict) -> bool:

@@ -418,9 +418,8 @@ class Emitter:
                 kw_values.pop("return_dict", None)
             elif model.enter == "can_return_tuple_enter":
                 kw_values.pop("return_dict", None)
-            elif model.passes_args:
-                _, _, rest = name.partition("(")
-                extra = f", {rest[:-1]}" if rest else ""
+            elif model.probe:
+                extra = ", " + self._probe_arguments(frame, i)
             self._add(frame, f"{state} = {RUNTIME}.{model.enter}({self_var}, {kw}{extra})\n", self._line(frame, fn))
             if model.exit:
                 frame.exits.insert(0, (model, state, self_var))
@@ -460,6 +459,17 @@ class Emitter:
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 frame.defined.add(star.name.value)
+
+    def _probe_arguments(self, frame: Frame, index: int) -> str:
+        """Globals holding a decorator object (its expression evaluated as the module did on import)
+        and the undecorated function, for kwargs_decorator_enter."""
+        expression = _code(frame.fn.decorators[index].decorator).strip()
+        decorator = eval(compile(expression, frame.entry["path"], "eval"), frame.module_globals)  # noqa: S307
+        function = _import_object(FunctionRef.parse(frame.entry["function"]))
+        d_alias, f_alias = f"decorator__{frame.index}_{index}", f"function__{frame.index}"
+        self.globals[d_alias] = decorator
+        self.globals[f_alias] = function
+        return f"{d_alias}, {f_alias}"
 
     def _merge_defaults(self, frame: Frame, kw_values: dict[str, object]) -> None:
         config = getattr(frame.self_obj, "config", None)
@@ -609,7 +619,20 @@ class Emitter:
         self._add(frame, code, line)
 
     def _forget_stores(self, frame: Frame, stmt: cst.CSTNode) -> None:
-        """Names an opaque statement assigns are no longer known at emit time."""
+        """Names an opaque statement assigns are no longer known at emit time.
+
+        For an `if` whose test is decided here, only the branch that runs counts.
+        """
+        if isinstance(stmt, cst.If):
+            try:
+                taken = bool(evaluate(_code(stmt.test), frame.values, frame.module_globals))
+            except Undecidable:
+                taken = None
+            if taken is not None:
+                branch = stmt.body if taken else stmt.orelse
+                if branch is not None:
+                    self._forget_stores(frame, branch)
+                return
         for name in stored_names(stmt):
             frame.values[name] = UNKNOWN
             frame.defined.add(name)

@@ -3,14 +3,21 @@
 Conditions classified `static` or `input`, and the iterables of loops over
 target containers, are evaluated when subgraphs are emitted: `self` is the
 real module, config values are real, and each input is its sample value
-(tensors are only known to be present). Only a safe subset of Python is
-evaluated (no calls but a few builtins), so nothing of the model runs.
+(tensors are only known to be present). A small interpreter covers the safe
+subset of Python these expressions use, with short-circuit `and` / `or` and
+conditional expressions, so `x is not None and <tensor test>` is decided when
+x is None. Nothing of the model runs: the only calls are a few builtins,
+plain dict/list methods, and accessor methods that just return an attribute.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import inspect
+import operator
+import textwrap
+from functools import lru_cache
 
 
 class Undecidable(Exception):
@@ -22,9 +29,6 @@ class _Present:
 
     def __bool__(self) -> bool:
         raise Undecidable("the truth value of a tensor input")
-
-    def __getattr__(self, name: str):
-        raise Undecidable(f"an attribute of a run-time value (.{name})")
 
     def __repr__(self) -> str:
         return "<present at run time>"
@@ -43,8 +47,27 @@ UNKNOWN = _Unknown()
 SAFE_CALLS = {
     "enumerate", "zip", "range", "len", "list", "tuple", "reversed", "getattr", "hasattr", "isinstance",
     "iter", "int", "bool", "str", "min", "max", "sorted", "callable", "type", "float", "dict", "set", "any", "all",
+    "sum", "abs", "issubclass",
 }
 SAFE_METHODS = {"values", "items", "keys", "get", "index", "count", "startswith", "endswith"}
+# transformers' questions about the running environment: pure, and fixed for a process, so a condition
+# on them is decided when subgraphs are emitted (`synced_gpus = is_deepspeed_zero3_enabled() or ...`)
+ENVIRONMENT_CALLS = {
+    "is_deepspeed_zero3_enabled", "is_fsdp_managed_module", "is_torchdynamo_compiling", "is_torchdynamo_exporting",
+    "is_tracing", "is_accelerate_available", "is_peft_available", "is_torch_available", "is_scipy_available",
+    "is_kernels_available", "is_flash_attn_available", "is_torch_cuda_available", "is_torch_greater_or_equal",
+    "is_mambapy_available", "is_flash_attention_requested",
+}
+
+BINARY = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+    ast.Div: operator.truediv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+}
+COMPARE = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+    ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
 
 
 def sample_value(value: object) -> object:
@@ -56,56 +79,186 @@ def sample_value(value: object) -> object:
     return PRESENT
 
 
-def evaluate(source: str, names: dict[str, object], module_globals: dict) -> object:
-    """Evaluate `source` with `names`; raise Undecidable when it needs a run-time value."""
+@lru_cache(maxsize=8192)
+def _parse(source: str) -> ast.expr:
     try:
-        tree = ast.parse(source.strip(), mode="eval")
+        return ast.parse(source.strip(), mode="eval").body
     except SyntaxError as exc:
         raise Undecidable(f"can't parse {source!r}") from exc
-    if isinstance(tree.body, ast.BoolOp):
-        return _bool_op(tree.body, names, module_globals)
-    _check(tree, names, module_globals)
-    scope = dict(module_globals)
-    scope.update(names)
+
+
+def evaluate(source: str, names: dict[str, object], module_globals: dict) -> object:
+    """Evaluate `source` with `names`; raise Undecidable when it needs a run-time value."""
+    return _Interpreter(names, module_globals).eval(_parse(source))
+
+
+def _truth(value: object) -> bool:
+    if value is UNKNOWN:
+        raise Undecidable("a value computed at run time")
     try:
-        return eval(compile(tree, "<staticexec>", "eval"), {"__builtins__": builtins}, scope)
+        return bool(value)
     except Undecidable:
         raise
-    except Exception as exc:  # an error here means the expression needs what only running knows
-        raise Undecidable(f"{type(exc).__name__}: {exc}") from exc
+    except Exception as exc:  # a tensor's truth value
+        raise Undecidable(f"the truth value of a {type(value).__name__}") from exc
 
 
-def _bool_op(node: ast.BoolOp, names: dict, module_globals: dict) -> object:
-    """`a and b`: decided by any operand that is known and falsy (truthy for `or`).
+class _Interpreter:
+    def __init__(self, names: dict[str, object], module_globals: dict) -> None:
+        self.names = names
+        self.globals = module_globals
 
-    `x is not None and <tensor test>` is decided when x is None; an operand that
-    can't be evaluated is skipped only when a later one decides the result.
-    """
-    deciding = (lambda v: not v) if isinstance(node.op, ast.And) else (lambda v: bool(v))
-    undecided: Undecidable | None = None
-    result: object = None
-    for operand in node.values:
+    def eval(self, node: ast.expr) -> object:
+        method = getattr(self, f"_{type(node).__name__}", None)
+        if method is None:
+            raise Undecidable(f"`{ast.unparse(node)[:60]}` is not evaluated statically")
+        value = method(node)
+        if value is UNKNOWN:
+            raise Undecidable(f"`{ast.unparse(node)[:60]}` is computed at run time")
+        return value
+
+    def _Constant(self, node: ast.Constant) -> object:
+        return node.value
+
+    def _Name(self, node: ast.Name) -> object:
+        if node.id in self.names:
+            return self.names[node.id]
+        if node.id in self.globals:
+            return self.globals[node.id]
+        if hasattr(builtins, node.id):
+            return getattr(builtins, node.id)
+        raise Undecidable(f"`{node.id}` is not known")
+
+    def _Attribute(self, node: ast.Attribute) -> object:
+        base = self.eval(node.value)
+        if base is PRESENT:
+            raise Undecidable(f"an attribute of a run-time value (.{node.attr})")
         try:
-            result = evaluate(ast.unparse(operand), names, module_globals)
-            decided = deciding(result)
-        except Undecidable as exc:
-            undecided = undecided or exc
-            continue
-        if decided:
-            return result
-    if undecided is not None:
-        raise undecided
-    return result
+            return getattr(base, node.attr)
+        except Exception as exc:
+            raise Undecidable(f"{type(exc).__name__}: {exc}") from exc
+
+    def _Subscript(self, node: ast.Subscript) -> object:
+        base = self.eval(node.value)
+        if base is PRESENT:
+            raise Undecidable("indexing a run-time value")
+        index = self.eval(node.slice)
+        try:
+            return base[index]
+        except Exception as exc:
+            raise Undecidable(f"{type(exc).__name__}: {exc}") from exc
+
+    def _Slice(self, node: ast.Slice) -> object:
+        part = lambda n: self.eval(n) if n is not None else None  # noqa: E731
+        return slice(part(node.lower), part(node.upper), part(node.step))
+
+    def _Tuple(self, node: ast.Tuple) -> object:
+        return tuple(self.eval(e) for e in node.elts)
+
+    def _List(self, node: ast.List) -> object:
+        return [self.eval(e) for e in node.elts]
+
+    def _BoolOp(self, node: ast.BoolOp) -> object:
+        """Decided by any operand that is known and falsy (truthy for `or`); unknown ones are skipped
+        only when a later operand decides, since the truth of the whole is then fixed."""
+        deciding = (lambda v: not v) if isinstance(node.op, ast.And) else (lambda v: v)
+        undecided: Undecidable | None = None
+        result: object = None
+        for operand in node.values:
+            try:
+                result = self.eval(operand)
+                decided = deciding(_truth(result))
+            except Undecidable as exc:
+                undecided = undecided or exc
+                continue
+            if decided:
+                return result
+        if undecided is not None:
+            raise undecided
+        return result
+
+    def _UnaryOp(self, node: ast.UnaryOp) -> object:
+        value = self.eval(node.operand)
+        if isinstance(node.op, ast.Not):
+            return not _truth(value)
+        if isinstance(node.op, ast.USub) and isinstance(value, (int, float)):
+            return -value
+        raise Undecidable("an operator on a run-time value")
+
+    def _IfExp(self, node: ast.IfExp) -> object:
+        return self.eval(node.body) if _truth(self.eval(node.test)) else self.eval(node.orelse)
+
+    def _BinOp(self, node: ast.BinOp) -> object:
+        left, right = self.eval(node.left), self.eval(node.right)
+        op = BINARY.get(type(node.op))
+        if op is None or not _plain(left) or not _plain(right):
+            raise Undecidable("arithmetic on a run-time value")
+        return op(left, right)
+
+    def _Compare(self, node: ast.Compare) -> object:
+        left = self.eval(node.left)
+        for op_node, comparator in zip(node.ops, node.comparators):
+            right = self.eval(comparator)
+            op = COMPARE[type(op_node)]
+            if not isinstance(op_node, (ast.Is, ast.IsNot)) and not (_plain(left) and _plain(right)):
+                raise Undecidable("a comparison of run-time values")
+            if not op(left, right):
+                return False
+            left = right
+        return True
+
+    def _Call(self, node: ast.Call) -> object:
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in SAFE_CALLS and f.id not in self.names:
+            func = getattr(builtins, f.id)
+        elif isinstance(f, ast.Name) and f.id in ENVIRONMENT_CALLS and f.id not in self.names:
+            func = self._Name(f)
+            if not getattr(func, "__module__", "").startswith("transformers."):
+                raise Undecidable(f"`{f.id}` is not transformers' own")
+        elif isinstance(f, ast.Attribute) and f.attr in SAFE_METHODS:
+            owner = self.eval(f.value)
+            if not isinstance(owner, (dict, list, tuple, str)) and not hasattr(owner, "_modules"):
+                raise Undecidable(f"a method of a {type(owner).__name__}")
+            func = getattr(owner, f.attr)
+        elif isinstance(f, ast.Attribute) and not node.args and not node.keywords:
+            method = getattr(self.eval(f.value), f.attr, None)
+            if not is_accessor(method):
+                raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
+            func = method
+        else:
+            raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
+        args = [self.eval(a) for a in node.args]
+        kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg}
+        if any(a is PRESENT for a in args) and func not in (isinstance, getattr, hasattr, callable, type) \
+                and getattr(f, "id", None) not in ENVIRONMENT_CALLS:
+            raise Undecidable("a run-time value passed to a call")
+        try:
+            return func(*args, **kwargs)
+        except Undecidable:
+            raise
+        except Exception as exc:
+            raise Undecidable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _plain(value: object) -> bool:
+    """Values that compare and compute without touching run-time data (anything but tensors)."""
+    if value is PRESENT or value is UNKNOWN:
+        return False
+    import torch
+
+    return not isinstance(value, torch.Tensor)
 
 
 def is_accessor(method: object) -> bool:
     """A method whose body only returns an expression without calls, like `get_layers()`."""
-    import inspect
-    import textwrap
-
     func = getattr(method, "__func__", None)
     if func is None:
         return False
+    return _accessor_source(func)
+
+
+@lru_cache(maxsize=1024)
+def _accessor_source(func: object) -> bool:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
     except (OSError, TypeError, SyntaxError):
@@ -115,24 +268,3 @@ def is_accessor(method: object) -> bool:
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         return False
     return not any(isinstance(n, (ast.Call, ast.Lambda, ast.NamedExpr)) for n in ast.walk(body[0].value))
-
-
-def _check(tree: ast.AST, names: dict[str, object], module_globals: dict) -> None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            value = names.get(node.id, module_globals.get(node.id, getattr(builtins, node.id, UNKNOWN)))
-            if value is UNKNOWN:
-                raise Undecidable(f"`{node.id}` is computed at run time")
-        elif isinstance(node, ast.Call):
-            f = node.func
-            if isinstance(f, ast.Name) and f.id in SAFE_CALLS and f.id not in names:
-                continue
-            if isinstance(f, ast.Attribute) and f.attr in SAFE_METHODS:
-                continue
-            if isinstance(f, ast.Attribute) and not node.args and not node.keywords:
-                owner = evaluate(ast.unparse(f.value), names, module_globals)
-                if is_accessor(getattr(owner, f.attr, None)):
-                    continue
-            raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
-        elif isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
-            raise Undecidable("a construct that is not evaluated statically")

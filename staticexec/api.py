@@ -81,7 +81,11 @@ def _defined_anywhere(names: list[str]) -> bool:
 def analyse_architecture(name: str, targets: list[str] | None = None, config: Any = None) -> Plan:
     arch: Architecture = find_architecture(name)
     if config is None:
-        config = arch.config()
+        try:
+            config = arch.config()
+        except Exception as exc:  # broken defaults upstream
+            raise UsageError(f"{arch.config_class}() fails with its own defaults: {type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:160]}") from exc
     model_type = getattr(config, "model_type", arch.model_type)
     return analyse(arch.cls, targets, config=config, architecture=name, model_types=[model_type])
 

@@ -88,8 +88,8 @@ class CallGraph:
             out |= nx.ancestors(self.graph, s)
         return out
 
-    def chain(self, start: str) -> list[tuple[str, CallSite]]:
-        """The shortest path from a function down to a target, with the call site of each step."""
+    def chain(self, start: str) -> list[tuple[str, str, CallSite]]:
+        """The shortest path from a function down to a target: (caller, callee, call site) per step."""
         sinks = [n for n in self.graph if n.startswith("target:")]
         best = None
         for s in sinks:
@@ -99,7 +99,7 @@ class CallGraph:
                     best = path
         if best is None:
             return []
-        return [(b, self.graph.edges[a, b]["site"]) for a, b in zip(best, best[1:])]
+        return [(a, b, self.graph.edges[a, b]["site"]) for a, b in zip(best, best[1:])]
 
 
 class _Calls(cst.CSTVisitor):
@@ -138,14 +138,25 @@ class CallGraphBuilder:
         self.envs: dict[str, dict[str, Value]] = {}
         self.refs: dict[str, tuple[FunctionRef, ClassRef | None]] = {}
         self.seen_targets: dict[str, ClassRef] = {}
+        self._holds: dict[ClassRef, bool] = {}
 
     def is_target(self, cls: ClassRef) -> bool:
         return cls.name.rpartition(".")[2] in self.targets
 
+    def may_hold_target(self, cls: ClassRef) -> bool:
+        """Whether an instance of `cls` may hold a target below it, by the classes its attributes resolve to."""
+        hit = self._holds.get(cls)
+        if hit is None:
+            below = self.resolver.submodule_classes(cls, depth=8)
+            hit = self._holds[cls] = any(self.is_target(c) for c in below)
+        return hit
+
     def build(self, root: ClassRef) -> CallGraph:
         forward = self.resolver.find_method(root, "forward")
         if forward is None:
-            raise LookupError(f"{root.name} has no forward")
+            from .messages import UsageError
+
+            raise UsageError(f"{root.name} has no forward of its own to split (it only generates)")
         root_id = self._enqueue(forward, root, {})
         for _ in range(MAX_ROUNDS):
             pending = [n for n in self.envs if n not in self.functions or self.functions[n].env != self.envs[n]]
@@ -218,6 +229,8 @@ class CallGraphBuilder:
                     continue
                 if self.resolver.is_external(cls.module):
                     continue
+                if not self.may_hold_target(cls):
+                    continue  # emission checks that no target sits below a module it does not analyse
                 fwd = self.resolver.find_method(cls, "forward")
                 if fwd is None or self.resolver.is_external(fwd.module):
                     continue

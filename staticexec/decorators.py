@@ -20,9 +20,6 @@ from typing import Any, Callable
 
 import libcst as cst
 
-# decorators that change nothing at call time
-TRANSPARENT = {"auto_docstring", "add_start_docstrings_to_model_forward", "replace_return_docstrings", "wraps"}
-
 
 @dataclass(frozen=True)
 class DecoratorModel:

@@ -81,3 +81,14 @@ def load_definition_file(defn: Definition) -> SourceFile | None:
     if not defn.path or not defn.path.endswith(".py"):
         return None
     return load_file(defn.path, defn.module)
+
+
+_SHARED: NameResolver | None = None
+
+
+def shared_names() -> NameResolver:
+    """One resolver per process: jedi's parsed scripts and answers serve every analysis."""
+    global _SHARED
+    if _SHARED is None:
+        _SHARED = NameResolver()
+    return _SHARED

@@ -220,12 +220,14 @@ class FunctionPlanner:
             return {"kind": kind, "lines": lines, "call": call}
         if targets or ancestors:
             self.refuse(UnsupportedStatement, stmt, "a reaching call in the header of a compound statement")
-        loop_body = isinstance(stmt, cst.For)
         cls = self.conditions.classify(stmt.test) if isinstance(stmt, cst.If) else None
         decided = cls in ("static", "input")
         self.guards += decided
         try:
-            blocks = {name: self.block(body, in_loop=loop_body or in_loop) for name, body in _blocks(stmt)}
+            blocks = {name: self.block(body, in_loop=in_loop) for name, body in _blocks(stmt)}
+            if isinstance(stmt, cst.For) and any(e["kind"] != "opaque" for b in blocks.values() for e in b):
+                # a loop that is unrolled: its `break` / `continue` must be decided too
+                blocks = {name: self.block(body, in_loop=True) for name, body in _blocks(stmt)}
         finally:
             self.guards -= decided
         inner = any(e["kind"] != "opaque" for b in blocks.values() for e in b)
@@ -337,8 +339,11 @@ def build_plan(
     if graph.root not in reaching:
         found = ", ".join(sorted(targets))
         raise Refused([UnresolvedCall(root.module, 0, f"no call path from {root.name}.forward to any of: {found}")])
-    chains = {nid: [f"{graph.functions[n].ctx.sf.relpath}:{s.line} {s.code}" if n in graph.functions else f"{s.code} -> {n[len('target:'):]}"
-                    for n, s in graph.chain(nid)] for nid in functions}
+    def step(caller: str, callee: str, site: CallSite) -> str:
+        text = f"{graph.functions[caller].ctx.sf.relpath}:{site.line} {' '.join(site.code.split())[:100]}"
+        return text + (f" -> {callee[len('target:'):]}" if callee.startswith("target:") else "")
+
+    chains = {nid: [step(a, b, s) for a, b, s in graph.chain(nid)] for nid in functions}
     for nid, entry in functions.items():
         entry["chain"] = chains[nid]
     doc = {

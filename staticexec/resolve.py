@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from .names import Definition, NameResolver, load_definition_file
+from .names import Definition, load_definition_file, shared_names
 from .source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module, parse_function
 from .values import (
     DATA,
@@ -171,7 +171,7 @@ class Resolver:
     """Evaluates expressions of model code to abstract values (see values.py)."""
 
     def __init__(self, config: object | None = None) -> None:
-        self.names = NameResolver()
+        self.names = shared_names()
         self.configs: dict[str, object] = {}
         if config is not None:
             self.configs["config"] = config
@@ -183,6 +183,7 @@ class Resolver:
         self._active: set = set()
         self.model_types: set[str] = set()
         self._stores: dict[ClassRef, dict[str, list[ast.FunctionDef]]] = {}
+        self._globals: dict[tuple, Value] = {}
 
     # ----- classes -------------------------------------------------------------------------
 
@@ -429,36 +430,15 @@ class Resolver:
     def function(self, ref: FunctionRef) -> FunctionContext | None:
         if ref in self._functions:
             return self._functions[ref]
-        ctx = None
-        sf = load_module(ref.module)
-        if sf is not None:
-            parsed = parse_function(sf, ref.qualname)
-            if parsed is not None:
-                wrapper = cst.MetadataWrapper(parsed.module, unsafe_skip_copy=True)
-                positions = wrapper.resolve(PositionProvider)
-                node = function_node(sf, ref.qualname)
-                line = sf.lines[node.lineno - 1]
-                indent = len(line) - len(line.lstrip())
-                visitor = _LocalBindings()
-                parsed.node.body.visit(visitor)
-                ctx = FunctionContext(
-                    ref=ref,
-                    sf=sf,
-                    module=parsed.module,
-                    node=parsed.node,
-                    positions=positions,
-                    line_offset=parsed.line_offset,
-                    indent=indent,
-                    source_hash=parsed.source_hash,
-                    params=param_names(parsed.node),
-                    locals=visitor.bindings,
-                )
+        ctx = _function_context(ref)
         self._functions[ref] = ctx
         return ctx
 
     def returns(self, ref: FunctionRef, self_value: Value | None, args: dict[str, Value] | None = None) -> Value:
         """The join of a function's `return` values (used for helpers such as `get_layers()`)."""
         key = (ref, self_value, tuple(sorted((args or {}).items(), key=lambda kv: kv[0])))
+        if key in self._returns:
+            return self._returns[key]
         if key in self._active:
             return unknown(f"{ref} returns through recursion")
         ctx = self.function(ref)
@@ -484,7 +464,9 @@ class Resolver:
                     return False
 
             ctx.node.body.visit(Returns())
-            return join(*found) if found else one(Constant(None))
+            result = join(*found) if found else one(Constant(None))
+            self._returns[key] = result
+            return result
         finally:
             self._active.discard(key)
 
@@ -666,11 +648,19 @@ class Resolver:
         return unknown("bound by a construct the resolver does not follow")
 
     def _eval_global(self, node: cst.Name | cst.Attribute, ctx: FunctionContext) -> Value:
+        """A module-level name (or `module.attr`): the same text means the same thing across a file."""
+        text = _dotted(node)
+        key = (ctx.sf.path, ctx.sf.hash, text) if text else None
+        if key is not None and key in self._globals:
+            return self._globals[key]
         target = node.attr if isinstance(node, cst.Attribute) else node
         line = ctx.line(target)
         col = ctx.column(target)
         defn = self.names.goto(ctx.sf, line, col)
-        return self.definition_value(defn, f"`{ctx.code(node)}` is not resolved by jedi", line)
+        value = self.definition_value(defn, f"`{ctx.code(node)}` is not resolved by jedi", line)
+        if key is not None:
+            self._globals[key] = value
+        return value
 
     def definition_value(self, defn: Definition | None, reason: str, line: int) -> Value:
         if defn is None:
@@ -920,6 +910,53 @@ class Resolver:
             self.class_configs.setdefault(ref, path)
             out.append(one(Instance(ref)))
         return join(*out)
+
+
+_CONTEXTS: dict[tuple[FunctionRef, str], FunctionContext | None] = {}
+
+
+def _function_context(ref: FunctionRef) -> FunctionContext | None:
+    """A parsed function with positions and local bindings, shared by every analysis in the process."""
+    sf = load_module(ref.module)
+    if sf is None:
+        return None
+    key = (ref, sf.hash)
+    if key in _CONTEXTS:
+        return _CONTEXTS[key]
+    ctx = None
+    parsed = parse_function(sf, ref.qualname)
+    if parsed is not None:
+        wrapper = cst.MetadataWrapper(parsed.module, unsafe_skip_copy=True)
+        positions = wrapper.resolve(PositionProvider)
+        node = function_node(sf, ref.qualname)
+        line = sf.lines[node.lineno - 1]
+        indent = len(line) - len(line.lstrip())
+        visitor = _LocalBindings()
+        parsed.node.body.visit(visitor)
+        ctx = FunctionContext(
+            ref=ref,
+            sf=sf,
+            module=parsed.module,
+            node=parsed.node,
+            positions=positions,
+            line_offset=parsed.line_offset,
+            indent=indent,
+            source_hash=parsed.source_hash,
+            params=param_names(parsed.node),
+            locals=visitor.bindings,
+        )
+    _CONTEXTS[key] = ctx
+    return ctx
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    """`nn.Linear` -> "nn.Linear"; None for anything but names and attribute chains."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr.value}" if base else None
+    return None
 
 
 def _instance_classes(value: Value, depth: int = 0) -> set[ClassRef]:

@@ -646,8 +646,8 @@ def _default_config(cls: type[PretrainedConfig]) -> PretrainedConfig:
 def tiny_config(arch: str, config: PretrainedConfig | None = None, *, sample_len: int = 16) -> PretrainedConfig:
     """A consistent tiny config for `arch`, from its defaults or from `config`.
 
-    The KV cache is off at every level, as in calibration (llm-compressor disables it
-    for its forward passes), and a causal-LM head runs its model as a decoder.
+    The model's use_cache default is kept, so caches are threaded across cuts when
+    verifying, and a causal-LM head runs its model as a decoder.
     Raises TinyBuildError when the result would not exercise what a verification
     needs: a special id outside the vocab, a window the sample can't exceed, a layer
     kind of the full stack missing from the tiny one.

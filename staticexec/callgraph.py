@@ -80,6 +80,7 @@ class CallGraph:
     root: str
     functions: dict[str, FunctionAnalysis]
     targets: dict[str, ClassRef]  # target class name -> where it is defined (for those seen)
+    pruned: set[ClassRef] = field(default_factory=set)  # called, but can't hold a target: not analysed
 
     def reaching(self) -> set[str]:
         sinks = [n for n in self.graph if n.startswith("target:")]
@@ -139,6 +140,7 @@ class CallGraphBuilder:
         self.refs: dict[str, tuple[FunctionRef, ClassRef | None]] = {}
         self.seen_targets: dict[str, ClassRef] = {}
         self._holds: dict[ClassRef, bool] = {}
+        self.pruned: set[ClassRef] = set()
 
     def is_target(self, cls: ClassRef) -> bool:
         return cls.name.rpartition(".")[2] in self.targets
@@ -164,7 +166,7 @@ class CallGraphBuilder:
                 break
             for n in sorted(pending):
                 self._analyse(n)
-        return CallGraph(self.graph, root_id, self.functions, self.seen_targets)
+        return CallGraph(self.graph, root_id, self.functions, self.seen_targets, self.pruned)
 
     def _enqueue(self, ref: FunctionRef, self_class: ClassRef | None, args: dict[str, Value]) -> str:
         nid = node_id(ref, self_class)
@@ -230,7 +232,8 @@ class CallGraphBuilder:
                 if self.resolver.is_external(cls.module):
                     continue
                 if not self.may_hold_target(cls):
-                    continue  # emission checks that no target sits below a module it does not analyse
+                    self.pruned.add(cls)  # emission checks that no target sits below these
+                    continue
                 fwd = self.resolver.find_method(cls, "forward")
                 if fwd is None or self.resolver.is_external(fwd.module):
                     continue

@@ -298,6 +298,7 @@ class Emitter:
         if actual != expected:
             raise Refused([InstanceMismatch("", 0, f"the plan is for {expected.name}, the model is {actual.name}")])
         self._check_unresolved()
+        self._check_containment()
         frame = self._frame(self.plan.root, root, self.model, rename=False, result=OUTPUT)
         kw = {name: name for name in self.sample}
         kw_values = {name: sample_value(value) for name, value in self.sample.items()}
@@ -885,6 +886,24 @@ class Emitter:
                     break
         if problems:
             raise Refused(problems)
+
+    def _check_containment(self) -> None:
+        """No target may sit below a module whose forward the analysis skipped as unable to hold one."""
+        skipped = set(self.plan.doc.get("not_analysed", []))
+        if not skipped:
+            return
+        inside: list[str] = []
+        for name, module in self.model.named_modules():
+            if type(module).__name__ not in self.targets or any(name.startswith(p + ".") for p in inside):
+                continue
+            inside.append(name)
+            parts = name.split(".")
+            for depth in range(1, len(parts)):
+                prefix = ".".join(parts[:depth])
+                holder = self.model.get_submodule(prefix)
+                if str(_class_ref(type(holder))) in skipped:
+                    raise Refused([InstanceMismatch("", 0, f"{prefix} ({type(holder).__name__}) holds target {name} "
+                                                          "but the analysis did not resolve a target below it")])
 
     def _receiver(self, module: Any, expr: str) -> Any:
         """What `self.a.b` is on an instance, without calling anything."""

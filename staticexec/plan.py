@@ -356,5 +356,6 @@ def build_plan(
         "model_types": sorted(set(model_types or []) | resolver.model_types),
         "functions": functions,
         "unresolved": unresolved,
+        "not_analysed": sorted(str(c) for c in graph.pruned),
     }
     return Plan(doc)

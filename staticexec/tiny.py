@@ -757,7 +757,8 @@ def special_token_ids(config: PretrainedConfig) -> set[int]:
     return {i for _, key, value in _walk(config.to_dict()) if role(key) == "token" for i in _ints(value) if i >= 0}
 
 
-def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: int = 0) -> dict:
+def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: int = 0,
+                  codebook_rows: bool = False) -> dict:
     """Random ordinary token ids with a left-padded second row, plus what forward requires.
 
     The padding makes masking code run on every verification; special ids are avoided
@@ -775,8 +776,8 @@ def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: 
     params = inspect.signature(model.forward).parameters
     inputs: dict[str, Any] = {"input_ids": ids()}
     codebooks = getattr(model.config, "num_codebooks", None)
-    if isinstance(codebooks, int) and codebooks > 1:
-        # audio-token decoders take one row of ids per codebook: (batch * num_codebooks, seq)
+    if codebook_rows and isinstance(codebooks, int) and codebooks > 1:
+        # some audio-token decoders take one row of ids per codebook: (batch * num_codebooks, seq)
         inputs["input_ids"] = allowed[torch.randint(len(allowed), (batch * codebooks, seq_len), generator=generator)]
     if "lang_ids" in params:
         # language-adapter models need a language; the first one serves
@@ -844,6 +845,15 @@ def _outermost(model: nn.Module, targets: set[str]) -> set[str]:
 
     visit(model, None)
     return targets - (nested - outside)
+
+
+def alternative_samples(model: nn.Module) -> list[dict]:
+    """Other input layouts to try when the model's own forward rejects the default sample."""
+    out = []
+    codebooks = getattr(model.config, "num_codebooks", None)
+    if isinstance(codebooks, int) and codebooks > 1:
+        out.append(sample_inputs(model, codebook_rows=True))
+    return out
 
 
 def upstream_note(arch: str, attn_implementation: str = "eager") -> str:

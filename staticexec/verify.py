@@ -184,18 +184,22 @@ def _own_forward(model: Any, sample: dict, log: "_CallLog") -> tuple[Any, dict]:
 
     import torch
 
-    try:
-        with torch.no_grad():
-            return model(**sample), sample
-    except Exception:
-        params = inspect.signature(model.forward).parameters
-        takes = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-        if not takes or "use_cache" in sample:
-            raise
-    retry = dict(sample, use_cache=False)
-    log.calls.clear()  # the failed attempt may have called some targets already
-    with torch.no_grad():
-        return model(**retry), retry
+    from . import tiny
+
+    params = inspect.signature(model.forward).parameters
+    takes_cache = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    candidates = [sample] + tiny.alternative_samples(model)
+    if takes_cache and "use_cache" not in sample:
+        candidates += [dict(c, use_cache=False) for c in candidates]
+    first: Exception | None = None
+    for candidate in candidates:
+        log.calls.clear()  # a failed attempt may have called some targets already
+        try:
+            with torch.no_grad():
+                return model(**candidate), candidate
+        except Exception as exc:
+            first = first or exc
+    raise first
 
 
 def _check_calls(own: list[tuple[str, int]], chained: list[tuple[str, int]], n_subgraphs: int) -> str:

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TRANSFORMERS_VERSION := $(shell sed -n 's/^transformers==//p' constraints.txt)
 
-.PHONY: install test verify plans bench clean
+.PHONY: install test verify coverage plans bench clean
 
 install: $(STAMP)
 
@@ -20,17 +20,19 @@ $(STAMP): pyproject.toml constraints.txt
 test: install
 	$(BIN)/pytest -q
 
+# the slow sweeps: every causal LM verified, every committed plan re-checked
 verify: install
 	$(BIN)/pytest -q -m slow
+
+# regenerate docs/coverage.md from a full sweep
+coverage: install
+	$(BIN)/staticexec verify --all --task causal-lm --report docs/coverage.md
 
 plans: install
 	$(BIN)/staticexec plan --all --out fixtures/plans/transformers-$(TRANSFORMERS_VERSION)
 
-verify-all: install
-	$(BIN)/staticexec verify --all --task causal-lm --report docs/coverage.md
-
 bench: install
-	$(BIN)/python benchmarks/emit_and_run.py
+	$(BIN)/python benchmarks/emit_and_run.py --out docs/benchmarks.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache .staticexec-cache

@@ -43,3 +43,38 @@ def test_mistral_sliding_window_is_exercised():
     model = tiny.build_tiny_model("MistralForCausalLM")
     sample = tiny.sample_inputs(model)
     assert model.config.sliding_window < sample["input_ids"].shape[1]
+
+
+# A representative subset of the causal-LM sweep (the whole sweep is `make verify`): hybrid and
+# state-space stacks, shared blocks, per-layer inputs, encoder-style heads, legacy code, custom
+# autograd functions, multi-codebook inputs, and composite models holding a vision tower.
+PATTERNS = [
+    "MambaForCausalLM",
+    "JambaForCausalLM",
+    "ZambaForCausalLM",
+    "Zamba2ForCausalLM",
+    "RwkvForCausalLM",
+    "RecurrentGemmaForCausalLM",
+    "Qwen3NextForCausalLM",
+    "Gemma3nForCausalLM",
+    "BertLMHeadModel",
+    "CTRLLMHeadModel",
+    "XLNetLMHeadModel",
+    "ReformerModelWithLMHead",
+    "ProphetNetForCausalLM",
+    "MusicgenForCausalLM",
+    "Gemma3ForConditionalGeneration",
+]
+
+
+@pytest.mark.parametrize("arch", PATTERNS)
+def test_verify_pattern_subset(arch):
+    verdict = verify(arch)
+    assert verdict.status == "ok", verdict.line()
+    assert verdict.subgraphs == verdict.targets_called + 1
+
+
+def test_a_layer_called_twice_by_design_is_reported():
+    verdict = verify("HrmTextForCausalLM")
+    assert verdict.status == "repeated-target"
+    assert "by design" in verdict.reason

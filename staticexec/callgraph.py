@@ -266,6 +266,9 @@ class CallGraphBuilder:
         if args_hold_targets and func_value and all(isinstance(a, (Data, Constant)) for a in func_value):
             unresolved.append(f"`{ctx.code(call.func)}` is a value the analysis can't see (a parameter or computed)")
         receiver_is_self = _rooted_at(call.func, ctx.params[0] if ctx.params and self_class else None)
+        if receiver_is_self and func_value and all(isinstance(a, (Data, Constant)) for a in func_value):
+            # `self.x(...)` where x resolves to no module or function: emission checks the instance
+            unresolved.append(f"`{ctx.code(call.func)}` resolves to no module or function")
         reason = ""
         if unresolved:
             reason = sorted(set(unresolved))[0]
@@ -331,6 +334,7 @@ def _holds_target(value: Value, builder: CallGraphBuilder, depth: int = 0) -> bo
 
 
 def _rooted_at(node: cst.BaseExpression, name: str | None) -> bool:
-    while isinstance(node, (cst.Attribute, cst.Subscript, cst.Call)):
-        node = node.value if not isinstance(node, cst.Call) else node.func
+    """Whether an expression is `self.a.b[...]`: attribute and item lookups on `self` (no calls between)."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
     return name is not None and isinstance(node, cst.Name) and node.value == name

@@ -25,6 +25,7 @@ class Step:
     target: str | None = None  # dotted module path of the target this step calls
     scopes: tuple[str, ...] = ()
     modules: dict = field(default_factory=dict)  # module-bound names in effect here: name -> expression
+    reads: tuple[str, ...] = ()  # names the step reads without naming them in its code (through locals())
 
 
 @dataclass
@@ -124,7 +125,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         for step in piece.steps:
             names = _names(step.code)
             scope_loads = [n for s in step.scopes for n in _names(s).loads]
-            for name in scope_loads + names.loads:
+            for name in scope_loads + names.loads + list(step.reads):
                 if name in local or name in piece.prelude:
                     continue
                 if name in step.modules:

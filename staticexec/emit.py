@@ -256,6 +256,12 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, torch.nn.Module)
 
 
+def _truth_of(value: Any) -> bool:
+    from .evaluate import _truth
+
+    return _truth(value)
+
+
 def _is_autograd_function(cls: type) -> bool:
     import torch
 
@@ -569,30 +575,54 @@ class Emitter:
                     raise Refused([UnsupportedStatement(frame.entry["path"], line, "a `return` nested in code that is followed by target calls")])
                 self._tail(frame, chunk[k:] + [s for s in rest], line)
                 return
+            self._check_opaque_calls(frame, stmt, line)
             self._emit_stmt(frame, stmt, line)
+            learned = self._learn(frame, stmt)
             self._forget_stores(frame, stmt)
-            self._learn(frame, stmt)
+            if learned is not None:
+                self._remember(frame, *learned)
 
-    def _learn(self, frame: Frame, stmt: cst.CSTNode) -> None:
-        """A plain `name = <static expression>` is known at emit time (a config value, a submodule)."""
+    def _check_opaque_calls(self, frame: Frame, stmt: cst.CSTNode, line: int) -> None:
+        """Opaque code must not call a module that holds targets: that would hide target calls."""
+        for call in cached_calls(stmt):
+            func = call.func
+            root = func
+            while isinstance(root, (cst.Attribute, cst.Subscript)):
+                root = root.value
+            if not isinstance(root, cst.Name) or not _is_module(frame.values.get(root.value)):
+                continue
+            try:
+                callee = evaluate(_code(func), frame.values, frame.module_globals)
+            except Undecidable:
+                continue
+            if _is_module(callee) and self._holds_target(callee):
+                raise Refused([UnresolvedCall(frame.entry["path"], line,
+                                              f"`{_code(func).strip()}` holds targets but is called by opaque code")])
+
+    def _remember(self, frame: Frame, name: str, known: object) -> None:
+        frame.values[name] = known
+        if _is_module(known) and id(known) in self.paths:
+            self.module_bindings[frame.local(name)] = self._path_expr(known)
+
+    def _learn(self, frame: Frame, stmt: cst.CSTNode) -> tuple[str, object] | None:
+        """A plain `name = <static expression>` is known at emit time (a config value, a submodule).
+
+        The value is computed from the names as they were before the statement ran."""
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
-            return
+            return None
         small = stmt.body[0]
         if isinstance(small, cst.AnnAssign) and small.value is not None:
             target, value = small.target, small.value
         elif isinstance(small, cst.Assign) and len(small.targets) == 1:
             target, value = small.targets[0].target, small.value
         else:
-            return
+            return None
         if not isinstance(target, cst.Name):
-            return
+            return None
         try:
-            known = evaluate(_code(value), frame.values, frame.module_globals)
+            return target.value, evaluate(_code(value), frame.values, frame.module_globals)
         except Undecidable:
-            return
-        frame.values[target.value] = known
-        if _is_module(known) and id(known) in self.paths:
-            self.module_bindings[frame.local(target.value)] = self._path_expr(known)
+            return None
 
     def _stmt_line(self, frame: Frame, stmt: cst.CSTNode) -> int:
         # emission has no position metadata; the origin line is looked up from the statement's text
@@ -647,8 +677,14 @@ class Emitter:
         params = sorted(n for n in loads if n in known)
         name = f"tail__{frame.index}"
         indented = "".join("    " + l if l.strip() else l for l in body.splitlines(True))
-        code = f"def {name}({', '.join(params)}):\n{indented}{frame.result} = {name}({', '.join(params)})\n"
-        self._add(frame, code, line)
+        # a name assigned only on some paths is passed when bound, and stays unbound in the tail otherwise
+        unbind = "".join(f"    if {p} is _MISSING:\n        del {p}\n" for p in params)
+        signature = f"*, {', '.join(f'{p}=_MISSING' for p in params)}" if params else ""
+        code = (f"def {name}({signature}):\n{unbind}{indented}"
+                f"{name}_locals = locals()\n"
+                f"{frame.result} = {name}(**{{_n: {name}_locals[_n] for _n in {tuple(params)!r} if _n in {name}_locals}})\n")
+        self.steps.append(Step(code=code, origin=self._origin(frame, line), scopes=frame.scopes,
+                               modules=dict(self.module_bindings), reads=tuple(params)))
         frame.returned = True
 
     # target, ancestor, control ------------------------------------------------------------
@@ -788,8 +824,12 @@ class Emitter:
         kind = entry["statement"]
         if kind == "if":
             if entry["condition"]["class"] == "dynamic":
-                raise Refused([DynamicCondition(frame.entry["path"], line, f"`{entry['condition']['code']}`")])
-            taken = self._decide(frame, stmt.test, line)
+                try:
+                    taken = _truth_of(evaluate(_code(stmt.test), frame.values, frame.module_globals))
+                except Undecidable:
+                    raise Refused([DynamicCondition(frame.entry["path"], line, f"`{entry['condition']['code']}`")])
+            else:
+                taken = self._decide(frame, stmt.test, line)
             blocks = dict(_blocks(stmt))
             if taken:
                 self._block(frame, blocks["body"], entry["body"])

@@ -158,6 +158,11 @@ class _Interpreter:
     def _List(self, node: ast.List) -> object:
         return [self.eval(e) for e in node.elts]
 
+    def _Dict(self, node: ast.Dict) -> object:
+        if any(k is None for k in node.keys):
+            raise Undecidable("a dict display with ** unpacking")
+        return {self.eval(k): self.eval(v) for k, v in zip(node.keys, node.values)}
+
     def _BoolOp(self, node: ast.BoolOp) -> object:
         """Decided by any operand that is known and falsy (truthy for `or`); unknown ones are skipped
         only when a later operand decides, since the truth of the whole is then fixed."""

@@ -154,6 +154,7 @@ class FunctionPlanner:
 
     def __init__(self, graph: CallGraph, analysis: FunctionAnalysis, reaching: set[str], refusals: list[Message]):
         self.graph = graph
+        self.root = graph.root
         self.a = analysis
         self.ctx = analysis.ctx
         self.reaching = reaching
@@ -236,8 +237,9 @@ class FunctionPlanner:
         entry: dict = {"kind": "control", "lines": lines, "statement": type(stmt).__name__.lower()}
         if isinstance(stmt, cst.If):
             entry["condition"] = {"code": " ".join(self.ctx.code(stmt.test).split()), "class": cls}
-            if cls == "dynamic" and not self.guards:
-                # inside a decided branch the refusal waits for emission, which may never reach it
+            if cls == "dynamic" and not self.guards and self.a.node == self.root:
+                # elsewhere (a function reached through a branch decided per input) the refusal waits
+                # for emission, which refuses only if it reaches the condition and can't decide it
                 self.refuse(DynamicCondition, stmt, f"`{self.ctx.code(stmt.test)}`")
         elif isinstance(stmt, cst.For):
             entry["iter"] = {"code": self.ctx.code(stmt.iter), "class": self.conditions._iterable(stmt.iter)}

@@ -601,6 +601,9 @@ class Resolver:
     def _eval_name(self, node: cst.Name, ctx: FunctionContext, env: dict[str, Value]) -> Value:
         name = node.value
         if name in env:
+            if name in ctx.locals and name not in ctx.params[:1]:
+                # a parameter the function rebinds (`encoder = AutoModel.from_config(...)`) holds either
+                return join(env[name], self._eval_local(name, ctx, env))
             return env[name]
         if name in ctx.locals:
             return self._eval_local(name, ctx, env)

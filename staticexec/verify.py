@@ -128,7 +128,11 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     missing = [t for t in targets if t not in held]
     if missing:
         raise UsageError(f"no module of class {', '.join(missing)} in {architecture}")
-    sample = tiny.sample_inputs(model)
+    try:
+        sample = tiny.sample_inputs(model)
+    except tiny.TinyBuildError as exc:
+        verdict.status, verdict.reason = "build-failed", f"no sample input: {exc}"
+        return verdict
     log = _CallLog(model, set(targets))
     try:
         try:

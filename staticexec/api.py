@@ -149,9 +149,13 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: list[str] | No
               plan: Plan | str | os.PathLike | None = None) -> list[Subgraph]:
     """Split `model`'s forward into one subgraph per target call (drop-in for `trace_subgraphs`).
 
+    `plan` is a Plan, a plan file (validated; a stale or malformed one is refused), or a folder of
+    committed plans (the model's plan is used when it is current, else the analysis runs).
     `ignore` is accepted for compatibility and has no meaning here: nothing is traced.
     """
     del ignore
+    if plan is not None and not isinstance(plan, (Plan, dict)) and os.path.isdir(plan):
+        plan = _committed_plan(os.fspath(plan), model, sequential_targets)
     if plan is not None:
         loaded = load_plan(plan)
     else:
@@ -168,6 +172,23 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: list[str] | No
                              model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
             _PLANS[key] = loaded
     return Emitter(loaded, model, sample_input).emit()
+
+
+def _committed_plan(folder: str, model: Any, targets: list[str] | None) -> Plan | None:
+    """The plan for this model in a folder of committed plans, if it is current; else None (analyse)."""
+    path = os.path.join(folder, f"{type(model).__name__}.json")
+    if not os.path.exists(path):
+        return None
+    try:
+        plan = load_plan(path)
+    except UsageError:  # stale or malformed: the analysis runs instead
+        return None
+    if targets and sorted(set(targets)) != plan.targets:
+        return None
+    model_type = getattr(getattr(model, "config", None), "model_type", None)
+    if model_type and plan.doc.get("model_types") and model_type not in plan.doc["model_types"]:
+        return None
+    return plan
 
 
 def _config_key(model: Any) -> str:

@@ -28,6 +28,10 @@ examples:
   staticexec explain MistralForCausalLM            shows each statement's class and call chain
   staticexec emit GPT2LMHeadModel                  prints the subgraphs of a tiny GPT-2
   staticexec verify LlamaForCausalLM Qwen3ForCausalLM --attn both
+  staticexec verify --all --task causal-lm --report docs/coverage.md
+  staticexec plan --all --out plans/                writes every plan and plans/index.json
+  staticexec check plans/                          what changed since the plans were made
+  staticexec graph LlavaForConditionalGeneration --out llava.svg
 
 exit codes: 0 ok, 1 refused or not verified, 2 bad usage or input
 """
@@ -69,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
                         description="Build a tiny random ARCH from its config class and print its subgraphs.")
     sp.add_argument("architecture", metavar="ARCH")
     targets(sp)
+
+    sp = sub.add_parser("graph", help="draw the call graph of an architecture's plan",
+                        description="Draw ARCH's call graph: the targets, the reaching functions and the calls "
+                                    "between them, each labelled with its file:line. FILE.dot writes DOT; .svg, .png "
+                                    "or .pdf use Graphviz's `dot` when installed, else DOT is written beside.")
+    sp.add_argument("architecture", metavar="ARCH")
+    targets(sp)
+    sp.add_argument("--out", required=True, metavar="FILE", help="FILE.svg, FILE.png, FILE.pdf or FILE.dot")
 
     sp = sub.add_parser("check", help="re-analyse committed plans against the installed transformers",
                         description="Re-analyse every plan in DIR (a folder written by `plan --all`) against the "
@@ -268,6 +280,16 @@ def _verify_all(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_graph(args) -> int:
+    from .api import analyse_architecture
+    from .graph import render, to_dot
+
+    plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
+    _check_requested(args.targets, plan)
+    print(render(to_dot(plan), args.out))
+    return 0
+
+
 def cmd_check(args) -> int:
     from .plans import check
 
@@ -279,7 +301,7 @@ def cmd_check(args) -> int:
     return 1 if changed else 0
 
 
-COMMANDS = {"plan": cmd_plan, "check": cmd_check, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}
+COMMANDS = {"plan": cmd_plan, "check": cmd_check, "graph": cmd_graph, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if not args.command:
-            raise UsageError("name a command: plan, explain, emit, verify or check (see `staticexec --help`)")
+            raise UsageError("name a command: plan, explain, emit, verify, check or graph (see `staticexec --help`)")
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"staticexec: {exc}", file=sys.stderr)

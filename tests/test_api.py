@@ -98,3 +98,39 @@ def test_errors_name_the_model_source(llama):
                              attention_mask=torch.ones(1, 4, dtype=torch.long))
     notes = getattr(info.value, "__notes__", [])
     assert any("modeling_llama.py:" in n for n in notes), notes
+
+
+def test_emission_from_a_plan_runs_no_analysis(llama, tmp_path, monkeypatch):
+    model, sample = llama
+    plan = staticexec.analyse_architecture("LlamaForCausalLM", ["LlamaDecoderLayer"], config=model.config)
+    path = tmp_path / "plan.json"
+    path.write_text(plan.to_json())
+    import jedi
+    import libcst
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("analysis ran while emitting from a plan")
+
+    monkeypatch.setattr(jedi, "Script", forbidden)
+    monkeypatch.setattr(libcst, "MetadataWrapper", forbidden)
+    import staticexec.plan as plan_module
+    monkeypatch.setattr(plan_module, "build_plan", forbidden)
+    subgraphs = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(path))
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, subgraphs, sample).logits, model(**sample).logits)
+
+
+def test_a_folder_of_plans_is_used_when_current(llama, tmp_path, monkeypatch):
+    model, sample = llama
+    plan = staticexec.analyse_architecture("LlamaForCausalLM", ["LlamaDecoderLayer"], config=model.config)
+    (tmp_path / "LlamaForCausalLM.json").write_text(plan.to_json())
+    import staticexec.api as api
+
+    monkeypatch.setattr(api, "analyse", lambda *a, **k: (_ for _ in ()).throw(AssertionError("analysed")))
+    monkeypatch.setattr(api, "_PLANS", {})  # no plan analysed earlier in this process
+    assert len(staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))) == 3
+    doc = json.loads(plan.to_json())
+    next(iter(doc["functions"].values()))["source_hash"] = "0" * 64
+    (tmp_path / "LlamaForCausalLM.json").write_text(json.dumps(doc))
+    with pytest.raises(AssertionError, match="analysed"):  # stale: falls back to the analysis
+        staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))

@@ -108,3 +108,21 @@ def test_planning_is_static(tmp_path):
     proc = subprocess.run([sys.executable, "-c", PATCHED_PLAN, str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "MixtralForCausalLM.json").exists()
+
+
+def test_graph_writes_dot(tmp_path, capsys):
+    out = tmp_path / "gpt2.dot"
+    assert main(["graph", "GPT2LMHeadModel", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith('digraph "GPT2LMHeadModel"')
+    assert '"target:GPT2Block"' in text and "GPT2Model.forward" in text
+    assert "modeling_gpt2.py:" in text
+
+
+def test_graph_without_graphviz_says_how_to_render(tmp_path, capsys, monkeypatch):
+    import shutil
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert main(["graph", "GPT2LMHeadModel", "--out", str(tmp_path / "gpt2.svg")]) == 0
+    assert "dot -Tsvg" in capsys.readouterr().out
+    assert (tmp_path / "gpt2.dot").exists() and not (tmp_path / "gpt2.svg").exists()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .messages import UsageError
-from .source import ClassRef, load_module
+from .source import ClassRef
 
 TASKS = {
     "causal-lm": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
@@ -102,21 +102,11 @@ def find_architecture(name: str) -> Architecture:
 
 def no_split_modules(resolver, cls: ClassRef) -> list[str]:
     """`_no_split_modules` of a class (through its MRO), read from the source."""
-    for c in resolver.mro(cls):
-        found = resolver.class_def(c)
-        if found is None:
-            continue
-        _, node = found
-        for item in node.body:
-            targets = item.targets if isinstance(item, ast.Assign) else [item.target] if isinstance(item, ast.AnnAssign) else []
-            if any(isinstance(t, ast.Name) and t.id == "_no_split_modules" for t in targets) and item.value is not None:
-                try:
-                    value = ast.literal_eval(item.value)
-                except ValueError:
-                    return []
-                return sorted({v for v in (value or []) if isinstance(v, str)})
-    return []
-
-
-def source_exists(module: str) -> bool:
-    return load_module(module) is not None
+    value = resolver.class_assignment(cls, "_no_split_modules")
+    if value is None:
+        return []
+    try:
+        names = ast.literal_eval(value)
+    except ValueError:
+        return []
+    return sorted({v for v in (names or []) if isinstance(v, str)})

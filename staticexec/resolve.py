@@ -269,37 +269,39 @@ class Resolver:
                     return None  # a class attribute shadows inherited methods
         return None
 
-    def is_property(self, fref: FunctionRef) -> bool:
+    def _decorated(self, fref: FunctionRef, names: tuple[str, ...]) -> bool:
         sf = load_module(fref.module)
         node = function_node(sf, fref.qualname) if sf else None
-        return node is not None and any(
-            isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in node.decorator_list
-        )
+        return node is not None and any(isinstance(d, ast.Name) and d.id in names for d in node.decorator_list)
+
+    def is_property(self, fref: FunctionRef) -> bool:
+        return self._decorated(fref, ("property", "cached_property"))
 
     def is_classmethod(self, fref: FunctionRef) -> bool:
-        sf = load_module(fref.module)
-        node = function_node(sf, fref.qualname) if sf else None
-        return node is not None and any(isinstance(d, ast.Name) and d.id == "classmethod" for d in node.decorator_list)
+        return self._decorated(fref, ("classmethod",))
 
-    def class_constant(self, cls: ClassRef, name: str) -> Value:
-        """A class-body assignment such as `base_model_prefix = "model"`, through the MRO."""
+    def class_assignment(self, cls: ClassRef, name: str) -> ast.expr | None:
+        """The value of a class-body assignment `name = ...`, through the MRO."""
         for c in self.mro(cls):
             found = self.class_def(c)
             if found is None:
                 continue
-            _, node = found
-            for item in node.body:
+            for item in found[1].body:
                 targets = []
                 if isinstance(item, ast.Assign):
                     targets = item.targets
                 elif isinstance(item, ast.AnnAssign) and item.value is not None:
                     targets = [item.target]
                 if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                    value = item.value
-                    if isinstance(value, ast.Constant):
-                        return one(Constant(value.value))
-                    return DATA
-        return EMPTY
+                    return item.value
+        return None
+
+    def class_constant(self, cls: ClassRef, name: str) -> Value:
+        """A class-body constant such as `base_model_prefix = "model"`, through the MRO."""
+        value = self.class_assignment(cls, name)
+        if value is None:
+            return EMPTY
+        return one(Constant(value.value)) if isinstance(value, ast.Constant) else DATA
 
     # ----- module attributes ---------------------------------------------------------------
 

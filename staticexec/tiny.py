@@ -14,10 +14,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import glob
 import inspect
 import math
 import os
 import re
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -52,9 +54,10 @@ MIN_LAYERS = 2
 MAX_LAYERS = 8
 MAX_PARAM_MB = 32.0
 
-# Repairs for class defaults that are broken upstream, by model_type; applied before
-# shrinking, nested dicts go to sub-configs. Each is a fix a correct default would not
-# need, so keep the list short and say why.
+# Repairs for class defaults that are broken upstream, by the model_type of any level of a
+# config; applied before shrinking, nested dicts go to sub-configs and are merged into dict
+# values (rope_parameters). Each is a fix a correct default would not need, so keep the list
+# short and say why.
 REPAIRS: dict[str, dict[str, Any]] = {
     # DbrxAttention reads attn_config.rope_theta, which DbrxAttentionConfig() never sets,
     # and clamps with clip_qkv even when it is None, the default (real checkpoints set both).
@@ -64,6 +67,28 @@ REPAIRS: dict[str, dict[str, Any]] = {
     "dots1": {"n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6},
     # Lfm2MoeConfig() leaves layer_types unset, yet every decoder layer indexes it.
     "lfm2_moe": {"layer_types": ["conv", "conv", "full_attention", "conv"] * 8},
+    # The model maps image tokens through vocabulary_map, None by default; a checkpoint ships the
+    # tokenizer's vocab there, and a text-only forward reads only its <image> entry.
+    "chameleon": {"vocabulary_map": {"<image>": 8711}},
+    "emu3": {"vocabulary_map": {"<image>": 151646}},
+    # Every decoder layer indexes mlp_layer_types, None by default; the checkpoint's first layer is dense.
+    "deepseek_ocr2_text": {"mlp_layer_types": ["dense"] + ["sparse"] * 31},
+    # Every layer builds a routed MoE block from router sizes left None (Gemma 4 26B-A4B's values).
+    "diffusion_gemma_text": {"num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704},
+    # One projector is built per deepstack_layer_map pair, None by default (the checkpoint's map and rate).
+    "granite4_vision": {"deepstack_layer_map": [[-19, 9], [-13, 6], [-7, 3], [-1, 0]], "downsample_rate": "4/8"},
+    # The decoder's attention reads num_key_value_heads, which the config class lacks (MHA, as its encoder).
+    "moonshine_streaming": {"num_key_value_heads": 8},
+    # The talker's MoE block reads shared_expert_intermediate_size, which the config class lacks.
+    "qwen3_omni_moe_talker_text": {"shared_expert_intermediate_size": 768},
+    # The thinkers' rope index reads vision_start_token_id (and Qwen3's seconds_per_chunk), which
+    # their config classes lack; the values are the composite configs' own.
+    "qwen2_5_omni_thinker": {"vision_start_token_id": 151652},
+    "qwen3_omni_moe_thinker": {"vision_start_token_id": 151652, "seconds_per_chunk": 2},
+    # Step3p7's text model always builds a sliding-window mask, yet sliding_window defaults to None.
+    "step3p5": {"sliding_window": 512},
+    # The text rotary splits by rope_parameters["mrope_section"], None by default (HunyuanOCR's four axes).
+    "hunyuan_vl_text": {"rope_parameters": {"mrope_section": [16, 16, 16, 16]}},
 }
 
 
@@ -85,7 +110,8 @@ def _roles(*pairs: tuple[str, str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
 # A field's role, from its whole name; the first match wins, so order matters.
 _ROLES = _roles(
     ("token", r".*_token_(id|ids|index)|(unk|mask|pad|bos|eos)_index"),
-    ("vocab", r".*vocab_size|.*_vocab|vocab_size_.*|.*codebook_size"),
+    ("vocab", r".*vocab_size|.*_vocab|vocab_size_.*|.*codebook_size|num_embeddings"),
+    ("vocab_map", r".*vocab(ulary)?_map"),
     ("layers", r"num_hidden_layers|num_layers|n_layers?|(num_)?(encoder|decoder)_layers|depth|num_blocks"
                r"|.*_num_hidden_layers"),
     # Token spans a sample must exceed for their code path to run.
@@ -93,7 +119,7 @@ _ROLES = _roles(
                r"|local_window_size|attention_chunk_size|keep_window_size|index_topk"),
     ("experts", r"num_experts|n_routed_experts|num_local_experts|moe_num_experts|num_routed_experts"
                 r"|(.*_)?expert_num"),
-    ("experts_per_token", r"num_experts_per_tok(en)?|moe_k|moe_top_?k|top_k|num_selected_experts"),
+    ("experts_per_token", r"num_experts_per_tok(en)?|moe_k|moe_top_?k|top_k|num_selected_experts|top_k_experts"),
     ("shared_experts", r"n_shared_experts|num_shared_experts|moe_num_shared_experts"),
     ("expert_groups", r"n_group|num_expert_group|n_expert_groups"),
     ("topk_group", r"topk_group"),
@@ -106,10 +132,13 @@ _ROLES = _roles(
                      r"|feed_forward_size|mlp_dim|inner_dim|ffn_size"),
     ("rank", r".*_rank|.*lowrank|.*state_size|.*d_state"),  # low-rank and SSM state widths
     ("groups", r"(.*_)?n_?groups|.*_ngroups"),
+    ("base_filters", r"(.*_)?num_filters"),  # doubled at every (up/down)sampling stage
     ("width", r".*hidden_size.*|d_model|n_embd|n_embed|.*embed_dim|.*embedding_dim|.*hidden_dim|model_dim"
               r"|dim|.*embedding_size|emb_dim|.*width|.*proj_dim|.*_output_dim|.*_input_dim|out_dim|.*_d_ssm"
-              r"|.*_channels?"),
+              r"|.*_channels?|.*projection_dim"),
     ("expand", r"(.*_)?expand"),
+    ("expansion", r"(.*_)?expansion(_factor|_ratio)?"),
+    ("stage_depths", r"depths"),  # blocks per stage
     ("period", r".*(period|_step|interval|every_n_layers|_freq|pattern|group_size|per_attn_res_block)"),
     ("offset", r".*_offset"),
     ("tail", r".*shared_layers"),
@@ -130,11 +159,14 @@ _TINY = {
     "width": HIDDEN,
     "period": 2,
     "offset": 1,
+    "expansion": 2,
+    "stage_depths": MIN_LAYERS,
 }
 # Sizes that other sizes are computed from; a class may recompute them itself.
 _DERIVABLE = {"expert_width", "head_dim", "kv_heads", "heads", "intermediate", "rank", "width", None}
 _SIZES = _DERIVABLE - {None} | {"vocab", "window", "experts", "experts_per_token", "shared_experts",
-                                "expert_groups", "topk_group", "rotary_dim", "groups", "period", "offset"}
+                                "expert_groups", "topk_group", "rotary_dim", "groups", "period", "offset",
+                                "base_filters", "expansion", "stage_depths"}
 _INDEX_LIST = re.compile(r".*(layers|idxs|indexes|indices|_ids)")
 
 
@@ -247,9 +279,22 @@ def _cycle(key: str, value: Any, length: int) -> list[Any] | None:
     return None
 
 
-def _is_threshold(key: str, value: Any, length: int) -> bool:
+def _is_threshold(key: str, value: Any, length: int, level: dict[str, Any]) -> bool:
     """A count of leading layers (`first_k_dense_replace`) or trailing ones (KV-sharing layers)."""
-    return role(key) in ("threshold", "tail") and _is_int(value) and 0 < value < length
+    return (role(key) in ("threshold", "tail") and _is_int(value) and 0 < value < length
+            and not _counts_a_list(key, value, level))
+
+
+def _counts_a_list(key: str, value: int, level: dict[str, Any]) -> bool:
+    """`num_conv_layers = 2` next to `conv_kernel_sizes = [5, 5]`: the length of a stack of its own.
+
+    A count equal to the length of two sibling lists, or of one that shares a word of its
+    name, is those lists' stack length, not a cut of the main stack; both are kept.
+    """
+    words = set(key.split("_")) - {"num", "n", "layer", "layers"}
+    lists = [k for k, v in level.items()
+             if k != key and isinstance(v, (list, tuple)) and len(v) == value and role(k) not in ("token", "rope")]
+    return len(lists) >= 2 or any(words & set(k.split("_")) for k in lists)
 
 
 def _is_whole_stack(key: str, value: Any, length: int) -> bool:
@@ -276,14 +321,17 @@ class _LayerPlan:
         return before if role(key) == "threshold" else len(self.kept) - before
 
 
-def _layer_plans(level: dict[str, Any], per_kind: int = 1) -> list[_LayerPlan]:
+def _layer_plans(level: dict[str, Any], per_kind: int = 1, tiny: dict[str, Any] | None = None,
+                 named: tuple[int, frozenset[int]] | None = None) -> list[_LayerPlan]:
     """One plan per stack length, keeping the first layer of every layer kind.
 
     A layer's kind is everything the config says about it: its entry in every
     per-layer field, whether an index list names it, which side of each threshold it
-    sits on, its per-layer overrides. A repeating cycle of kinds can only be kept as a
-    prefix of the stack. `per_kind=2` keeps a second layer of each kind, for models
-    that share weights between the layers of a kind.
+    sits on, its per-layer overrides as shrunk in `tiny`, and whether another sub-config
+    names it by index (`named`: the stack length and the indices; each named layer is a
+    kind of its own). A repeating cycle of kinds can only be kept as a prefix of the
+    stack. `per_kind=2` keeps a second layer of each kind, for models that share weights
+    between the layers of a kind.
     """
     plans = []
     for length in sorted({v for k, v in level.items() if role(k) == "layers" and _is_int(v)}):
@@ -291,7 +339,10 @@ def _layer_plans(level: dict[str, Any], per_kind: int = 1) -> list[_LayerPlan]:
             continue
         seen: dict[tuple, list[int]] = {}
         for i in range(length):
-            layers = seen.setdefault(_layer_kind(level, length, i), [])
+            kind = _layer_kind(level, length, i, tiny)
+            if named is not None and named[0] == length:
+                kind += (("<named by index>", i if i in named[1] else None),)
+            layers = seen.setdefault(kind, [])
             if len(layers) < per_kind:
                 layers.append(i)
         kept = {i for layers in seen.values() for i in layers}
@@ -306,7 +357,7 @@ def _layer_plans(level: dict[str, Any], per_kind: int = 1) -> list[_LayerPlan]:
     return plans
 
 
-def _layer_kind(level: dict[str, Any], length: int, i: int) -> tuple:
+def _layer_kind(level: dict[str, Any], length: int, i: int, tiny: dict[str, Any] | None = None) -> tuple:
     kind: list[Any] = []
     for key, value in sorted(level.items()):
         entries = _per_layer(key, value, length) or _cycle(key, value, length)
@@ -314,11 +365,26 @@ def _layer_kind(level: dict[str, Any], length: int, i: int) -> tuple:
             kind.append((key, repr(entries[i])))
         elif _is_index_list(key, value, length):
             kind.append((key, i in value))
-        elif _is_threshold(key, value, length):
+        elif _is_threshold(key, value, length, level):
             kind.append((key, _before_threshold(key, value, length, i)))
         elif key == "per_layer_config" and isinstance(value, dict):
-            kind.append((key, repr(next((v for k, v in value.items() if int(k) == i), None))))
+            kind.append((key, repr(_layer_overrides(value, i, tiny))))
     return tuple(kind)
+
+
+def _layer_overrides(overrides: dict[str, Any], i: int, tiny: dict[str, Any] | None) -> Any:
+    """Layer i's overrides; with `tiny`, as shrunk there, less what no longer differs from the tiny level.
+
+    Overrides that differ only at full size (64 experts here, 60 there) make one kind of
+    layer at the tiny size, where both become 4.
+    """
+    key = next((k for k in overrides if int(k) == i), None)
+    if key is None:
+        return None
+    shrunk = (tiny or {}).get("per_layer_config")
+    if tiny is None or not isinstance(shrunk, dict) or not isinstance(shrunk.get(key), dict):
+        return overrides[key]
+    return {k: v for k, v in shrunk[key].items() if v != tiny.get(k)} or None
 
 
 def _apply_layer_plan(plan: _LayerPlan, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -339,7 +405,7 @@ def _apply_layer_plan(plan: _LayerPlan, old: dict[str, Any], new: dict[str, Any]
                 new[key] = picked
         elif _is_index_list(key, value, plan.old):
             new[key] = [plan.new_index(i) for i in value if plan.new_index(i) is not None]
-        elif _is_threshold(key, value, plan.old):
+        elif _is_threshold(key, value, plan.old, old):
             new[key] = plan.threshold(key, value)
         elif _is_whole_stack(key, value, plan.old):
             new[key] = len(plan.kept)
@@ -362,6 +428,7 @@ class _Shrinker:
         self.window = max(1, sample_len // 2)
         self.per_kind = per_kind
         self.token_map: dict[int, int] = {}
+        self.kept_layers: dict[int, _LayerPlan] = {}
 
     def plan_tokens(self, config: PretrainedConfig) -> None:
         """Special ids at or above the tiny vocab move to its top, keeping their order
@@ -371,14 +438,29 @@ class _Shrinker:
         for old in sorted((i for i in ids if i >= VOCAB), reverse=True):
             self.token_map[old] = next(free)
 
-    def shrink(self, config: PretrainedConfig, overrides: dict[str, Any]) -> PretrainedConfig:
-        """The tiny copy of one level, its sub-configs shrunk first; the class validates it."""
+    def shrink(self, config: PretrainedConfig, overrides: dict[str, Any],
+               named: tuple[int, frozenset[int]] | None = None) -> PretrainedConfig:
+        """The tiny copy of one level, its sub-configs shrunk first; the class validates it.
+
+        `named` is a stack length and the layer indices another level names (a vision
+        feature layer), kept as layers of their own. After the call, `kept_layers` holds
+        this level's layer plans by stack length.
+        """
         cls = type(config)
         old = config.to_dict()
         subs = _sub_configs(config)
         new = dict(old)
-        for key, sub in subs.items():
-            new[key] = self.shrink(sub, {})
+        refs = _layer_refs(config, subs)
+        remapped: dict[str | None, dict[str, Any]] = {}
+        for key in sorted(subs, key=lambda k: k not in refs):  # the named stacks first
+            length, fields = refs.get(key, (0, {}))
+            indices = frozenset(i for value in fields.values() for i in _ints(value))
+            new[key] = self.shrink(subs[key], remapped.get(key, {}), (length, indices) if fields else None)
+            plan = self.kept_layers.get(length)
+            for (owner, field), value in fields.items():
+                if plan is not None:
+                    remapped.setdefault(owner, {})[field] = _map_ints(value, plan.new_index)
+        _tie_sub_configs(getattr(config, "model_type", ""), new)
         unset, computed = _derived_fields(cls, old, subs)
         for key in unset:
             new[key] = None
@@ -388,7 +470,7 @@ class _Shrinker:
         self.fix_heads(old, new)
         _fix_head_dim_sums(old, new)
         self.fix_expert_groups(old, new)
-        self.fix_rope(old, new)
+        self.fix_rope(cls, old, new)
         _complete(old, new)
         if isinstance(old.get("per_layer_config"), dict):
             new["per_layer_config"] = {
@@ -396,20 +478,30 @@ class _Shrinker:
                 for k, v in old["per_layer_config"].items()
             }
         self.fix_width_splits(old, new)
-        for plan in _layer_plans(old, self.per_kind):
+        _fix_stage_widths(old, new)
+        _fix_depthwise_groups(old, new)
+        _fix_window_divisors(old, new)
+        new.update(remapped.get(None, {}))
+        plans = _layer_plans(old, self.per_kind, new, named)
+        for plan in plans:
             _apply_layer_plan(plan, old, new)
         new.update(overrides)
         for key in computed:
             new.pop(key, None)
         try:
-            return cls(**new)
+            tiny = cls(**new)
         except Exception as e:
             raise TinyBuildError(f"{cls.__name__} rejects the tiny config: {_one_line(e)}") from e
+        self.kept_layers = {plan.old: plan for plan in plans}
+        return tiny
 
     def value(self, key: str, value: Any) -> Any:
         """The tiny value of one field by its role; lists of sizes shrink element-wise."""
         if role(key) == "token":
             return _map_ints(value, lambda i: self.token_map.get(i, i))
+        if role(key) == "vocab_map" and isinstance(value, dict):
+            moved = {name: self.token_map.get(i, i) if _is_int(i) else i for name, i in value.items()}
+            return {name: i for name, i in moved.items() if not _is_int(i) or i < VOCAB}
         if isinstance(value, list) and (_INDEX_LIST.fullmatch(key) or "section" in key):
             return value
         return _map_ints(value, lambda n: self.scalar(key, n))
@@ -469,8 +561,13 @@ class _Shrinker:
             if role(key) == "topk_group" and _is_int(old[key]):
                 new[key] = max(1, min(tiny, round(old[key] * tiny / old[groups])))
 
-    def fix_rope(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        """Rotary sections and per-frequency factors follow the head dim's shrink."""
+    def fix_rope(self, cls: type, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """Rotary sections and per-frequency factors follow the head dim's shrink.
+
+        Multimodal rope sections (`mrope_section`) split the rotary frequencies, so they
+        are sized to the tiny model's frequency count, and written where the model
+        would otherwise fall back to a default sized for the full head dim.
+        """
         full, tiny = _rope_dim(old), _rope_dim(new)
         ratio = tiny / full if full and tiny else 1.0
         for key, value in old.items():
@@ -478,10 +575,62 @@ class _Shrinker:
                 continue
             if role(key) == "rope" and isinstance(value, dict):
                 new[key] = _scale_rope(value, ratio)
+                for rope in _rope_dicts(new[key]):
+                    _fix_mrope(cls, rope, new)
             elif "section" in key and isinstance(value, list):
                 new[key] = _scale_section(value, ratio)
             elif role(key) == "rotary_dim" and _is_int(value):
                 new[key] = max(2, 2 * round(value * ratio / 2))
+
+
+def _rope_dicts(rope: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rope parameter dicts of a level: itself, or one per layer type."""
+    nested = [v for v in rope.values() if isinstance(v, dict)]
+    return nested if nested and len(nested) == len(rope) else [rope]
+
+
+_MROPE_DEFAULT = re.compile(r"""["']mrope_section["']\s*,\s*\[([0-9,\s]+)\]""")
+
+
+@functools.lru_cache(maxsize=None)
+def _mrope_fallback(config_module: str) -> tuple[int, ...] | None:
+    """The `mrope_section` the model folder's modeling code falls back to, when it has one.
+
+    `config.rope_parameters.get("mrope_section", [16, 24, 24])` (Qwen2-VL) is sized for
+    the full model's head dim; a tiny model needs its own.
+    """
+    module = sys.modules.get(config_module)
+    folder = os.path.dirname(getattr(module, "__file__", None) or "")
+    if not folder:
+        return None
+    for path in sorted(glob.glob(os.path.join(folder, "modeling_*.py"))):
+        with open(path, encoding="utf-8") as f:
+            found = _MROPE_DEFAULT.search(f.read())
+        if found:
+            return tuple(int(v) for v in found.group(1).split(",") if v.strip())
+    return None
+
+
+def _fix_mrope(cls: type, rope: dict[str, Any], level: dict[str, Any]) -> None:
+    """Size `rope["mrope_section"]` to the tiny rotary frequency count, when the level uses multimodal rope.
+
+    A level uses it when its rope parameters name a section or an "mrope" type, when
+    its class keeps `mrope_section` out of rope validation, or when its modeling code
+    falls back to a default section (vision towers' "axial" rope aside). The split
+    keeps the proportions of the given section, else the code's default, else is even
+    over three axes.
+    """
+    kind = str(rope.get("rope_type") or rope.get("type") or "")
+    given = rope.get("mrope_section")
+    fallback = _mrope_fallback(cls.__module__)
+    declared = "mrope_section" in (getattr(cls, "ignore_keys_at_rope_validation", None) or ()) or "mrope" in kind
+    if given is None and (kind == "axial" or not (fallback or declared)):
+        return
+    shares = list(given or fallback or (1, 1, 1))
+    factor = rope.get("partial_rotary_factor", level.get("partial_rotary_factor"))
+    frequencies = int(_rope_dim(level) * (factor if isinstance(factor, (int, float)) and factor else 1.0)) // 2
+    if frequencies > 0 and all(_is_int(v) for v in shares):
+        rope["mrope_section"] = _apportion(shares, frequencies)
 
 
 def _heads_from_width(key: str, old: dict[str, Any], new: dict[str, Any]) -> int | None:
@@ -509,6 +658,86 @@ def _fix_head_dim_sums(old: dict[str, Any], new: dict[str, Any]) -> None:
         if parts:
             a, b = parts[0]
             new[total] = new[a] + new[b]
+
+
+def _fix_stage_widths(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A base filter count doubles at every (up/down)sampling stage (`upsampling_ratios`), so
+    the tiny base keeps the widest stage within the tiny width."""
+    stages = max((len(v) for k, v in old.items() if k.endswith("sampling_ratios") and isinstance(v, list)), default=0)
+    for key, value in old.items():
+        if role(key) == "base_filters" and _is_int(value) and value > 0 and new.get(key) is not None:
+            new[key] = max(1, min(value, HIDDEN >> stages))
+
+
+def _fix_depthwise_groups(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A group count equal to a width (a depthwise convolution, `upsample_groups`) follows that width."""
+    widths: dict[int, int] = {}
+    for key, value in old.items():
+        if role(key) == "width" and _is_int(value) and _is_int(new.get(key)):
+            widths.setdefault(value, new[key])
+    for key, value in old.items():
+        if key.endswith("groups") and role(key) is None and _is_int(value) and value > 1 and value in widths:
+            new[key] = widths[value]
+
+
+def _fix_window_divisors(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A size that divides a window and shares its name's first word (`index_kpool` of
+    `index_topk`) still divides the tiny window, and is smaller than it where it can be."""
+    for window, full in old.items():
+        tiny = new.get(window)
+        if role(window) != "window" or not (_is_int(full) and _is_int(tiny)) or tiny <= 0:
+            continue
+        prefix = window.split("_")[0] + "_"
+        for key, value in old.items():
+            if (key != window and key.startswith(prefix) and role(key) is None and _is_int(value)
+                    and 1 < value <= full and full % value == 0 and _is_int(new.get(key)) and tiny % new[key]):
+                new[key] = max(d for d in range(1, tiny + 1) if tiny % d == 0 and d <= value and (d < tiny or d == 1))
+
+
+def _layer_refs(config: PretrainedConfig, subs: dict[str, PretrainedConfig]
+                ) -> dict[str, tuple[int, dict[tuple[str | None, str], Any]]]:
+    """Fields that name layers of a sibling sub-config by index, by that sub-config's key.
+
+    `adapter_config.vision_feature_layer = [24, 18]` names layers of `vision_config`'s
+    25-layer stack: the field's name starts with the sub-config's (less `_config`) and
+    says `layer`, and every index is inside the stack. Returns the stack length and the
+    fields, keyed by (owner sub-config key, or None for this level; field name).
+    """
+    out: dict[str, tuple[int, dict[tuple[str | None, str], Any]]] = {}
+    owners: dict[str | None, dict[str, Any]] = {None: {k: v for k, v in vars(config).items() if k not in subs}}
+    owners.update({k: sub.to_dict() for k, sub in subs.items()})
+    for key, sub in subs.items():
+        lengths = [v for k, v in sub.to_dict().items() if role(k) == "layers" and _is_int(v)]
+        if not lengths or max(lengths) <= MIN_LAYERS:
+            continue
+        length, prefix = max(lengths), key.removesuffix("_config") + "_"
+        fields = {
+            (owner, field): value
+            for owner, values in owners.items() if owner != key
+            for field, value in values.items()
+            if field.startswith(prefix) and "layer" in field and role(field) not in ("token", "layers")
+            and _ints(value) and all(0 <= i < length for i in _ints(value))
+            and not isinstance(value, bool)
+        }
+        if fields:
+            out[key] = (length, fields)
+    return out
+
+
+# Sizes a composite config class ties across its sub-configs, which its own validation checks,
+# by model_type: "sub.field" <- ("other_sub.field", divisor), set once the sub-configs are shrunk.
+TIED: dict[str, dict[str, tuple[str, int]]] = {
+    # FunAsrNanoConfig requires adaptor_config.intermediate_size == text_config.hidden_size // 4.
+    "fun_asr_nano": {"adaptor_config.intermediate_size": ("text_config.hidden_size", 4)},
+}
+
+
+def _tie_sub_configs(model_type: str, new: dict[str, Any]) -> None:
+    for target, (source, divisor) in TIED.get(model_type, {}).items():
+        sub, field = target.split(".")
+        source_sub, source_field = source.split(".")
+        if isinstance(new.get(sub), PretrainedConfig) and isinstance(new.get(source_sub), PretrainedConfig):
+            setattr(new[sub], field, getattr(new[source_sub], source_field) // divisor)
 
 
 def _tiny_heads(n: int, query: int | None) -> int:
@@ -575,12 +804,21 @@ def _scale_section(section: list[Any], ratio: float) -> list[Any]:
     """Split the shrunk rotary width across the sections in their old proportions."""
     if not section or not all(_is_int(v) for v in section) or ratio >= 1 or sum(section) <= 0:
         return section
-    total = max(len(section), round(sum(section) * ratio))
+    return _apportion(section, max(len(section), round(sum(section) * ratio)))
+
+
+def _apportion(section: list[int], total: int) -> list[int]:
+    """`total` split in the proportions of `section` (largest remainders), each part at least 1 when it can be."""
+    if sum(section) <= 0:
+        section = [1] * len(section)
     shares = [v * total / sum(section) for v in section]
-    out = [max(1, math.floor(s)) for s in shares]
+    out = [math.floor(s) for s in shares]
     by_remainder = sorted(range(len(section)), key=lambda i: shares[i] - math.floor(shares[i]), reverse=True)
     for i in by_remainder[: max(0, total - sum(out))]:
         out[i] += 1
+    while total >= len(out) and 0 in out:
+        out[out.index(max(out))] -= 1
+        out[out.index(0)] += 1
     return out
 
 
@@ -637,10 +875,33 @@ def _one_line(error: BaseException, limit: int = 300) -> str:
 
 
 def _default_config(cls: type[PretrainedConfig]) -> PretrainedConfig:
+    """The class's defaults with the REPAIRS of every level's model_type.
+
+    The defaults are built once to find the sub-configs' model types, then again with the
+    repairs passed down as nested dicts, so each sub-config class validates its own.
+    """
     try:
-        return cls(**REPAIRS.get(getattr(cls, "model_type", ""), {}))
+        probe = cls(**copy.deepcopy(REPAIRS.get(getattr(cls, "model_type", ""), {})))
+        repairs = _repairs_for(probe)
+        return cls(**repairs) if repairs else probe
     except Exception as e:
         raise TinyBuildError(f"{cls.__name__}() fails with its own defaults: {_one_line(e)}") from e
+
+
+def _repairs_for(config: PretrainedConfig) -> dict[str, Any]:
+    """The constructor arguments that repair `config` and its sub-configs, by model_type."""
+    out: dict[str, Any] = {}
+    for key, value in copy.deepcopy(REPAIRS.get(getattr(config, "model_type", ""), {})).items():
+        current = getattr(config, key, None)
+        if isinstance(value, dict) and isinstance(current, dict) and not isinstance(current, PretrainedConfig):
+            value = {**current, **value}
+        out[key] = value
+    for key, sub in _sub_configs(config).items():
+        nested = _repairs_for(sub)
+        if nested:
+            given = out.get(key)
+            out[key] = {**sub.to_dict(), **(given if isinstance(given, dict) else {}), **nested}
+    return out
 
 
 def tiny_config(arch: str, config: PretrainedConfig | None = None, *, sample_len: int = 16) -> PretrainedConfig:
@@ -712,6 +973,7 @@ def build_tiny_model(
     of a kind need two), it is built again with two of each.
     """
     model_class = model_class_for(arch)
+    _MISSING_LIBRARY.discard(arch)
     cfg = tiny_config(arch, config)
     try:
         return _build(model_class, cfg, attn_implementation, seed)
@@ -719,7 +981,23 @@ def build_tiny_model(
         try:
             return _build(model_class, _tiny_config(arch, config, 16, per_kind=2), attn_implementation, seed)
         except TinyBuildError:
-            raise first from None
+            if _import_error(first):
+                _MISSING_LIBRARY.add(arch)
+            raise first from first.__cause__
+
+
+# Architectures whose last build in this process failed on an ImportError (see upstream_note).
+_MISSING_LIBRARY: set[str] = set()
+
+
+def _import_error(error: BaseException | None) -> bool:
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, ImportError):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def _build(model_class: type, cfg: PretrainedConfig, attn_implementation: str, seed: int) -> nn.Module:
@@ -802,7 +1080,10 @@ def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: 
 
 
 def _input_vocab(model: nn.Module) -> int:
-    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    try:
+        embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    except NotImplementedError:  # composite models that don't say which embedding takes input_ids
+        embeddings = None
     if isinstance(embeddings, nn.Embedding):
         return embeddings.num_embeddings
     return int(model.config.get_text_config().vocab_size)
@@ -856,10 +1137,17 @@ def alternative_samples(model: nn.Module) -> list[dict]:
     return out
 
 
-def upstream_note(arch: str, attn_implementation: str = "eager") -> str:
-    """Why a build failed, when the class's own default config can't build the model either (tried on meta)."""
+def upstream_note(arch: str, attn_implementation: str = "eager", error: BaseException | None = None) -> str:
+    """Why a build failed: a missing library, or class defaults that can't build the model either.
+
+    A missing library shows as an ImportError while building: in `error`'s causes, in
+    the last failed build of `arch` in this process, or building the defaults on meta
+    (weight init that imports a library only runs off meta, so the first two count).
+    """
     import torch
 
+    if _import_error(error) or arch in _MISSING_LIBRARY:
+        return "needs a library: "
     try:
         config = config_class_for(arch)()
         with torch.device("meta"):

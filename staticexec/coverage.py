@@ -11,7 +11,7 @@ import os
 
 CATEGORIES = {
     "ok": "ok",
-    "n/a": "attention implementation not supported by the model",
+    "n/a": "nothing to verify: the attention implementation is not supported, or the class has no forward",
     "refused": "the analysis refused (file:line and reason)",
     "repeated-target": "the model calls one target module several times by design",
     "build-failed": "the tiny model can't be built",

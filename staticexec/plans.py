@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from functools import lru_cache
 from typing import Any
 
 from . import __version__
@@ -23,12 +24,19 @@ INDEX = "index.json"
 CACHE_DIR = ".staticexec-cache"
 
 
+@lru_cache(maxsize=1)
 def _environment_key() -> str:
+    """What else a cached plan depends on: staticexec's own code and the analysis libraries."""
     import jedi
     import libcst
 
-    versions = f"staticexec {__version__} jedi {jedi.__version__} libcst {getattr(libcst, '__version__', '?')}"
-    return hashlib.sha256(versions.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"jedi {jedi.__version__} libcst {getattr(libcst, '__version__', '?')}".encode())
+    package = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(package)):
+        if name.endswith(".py"):
+            with open(os.path.join(package, name), "rb") as handle:
+                digest.update(name.encode() + handle.read())
+    return digest.hexdigest()[:16]
 
 
 def _cache_path(cache: str, arch: str) -> str:

@@ -133,6 +133,9 @@ _ROLES = _roles(
     ("rank", r".*_rank|.*lowrank|.*state_size|.*d_state"),  # low-rank and SSM state widths
     ("groups", r"(.*_)?n_?groups|.*_ngroups"),
     ("base_filters", r"(.*_)?num_filters"),  # doubled at every (up/down)sampling stage
+    ("base_channels", r"(.*_)?base_channels"),  # times channel_multiplier, GroupNorm(32) over them
+    ("channel_multiplier", r"channel_multiplier|ch_mult"),
+    ("width_alias", r"(.*_)?(in|out)_dim|.*_input_size|.*_output_size"),  # equal to a width of the config, at any level
     ("width", r".*hidden_size.*|d_model|n_embd|n_embed|.*embed_dim|.*embedding_dim|.*hidden_dim|model_dim"
               r"|dim|.*embedding_size|emb_dim|.*width|.*proj_dim|.*_output_dim|.*_input_dim|out_dim|.*_d_ssm"
               r"|.*_channels?|.*projection_dim"),
@@ -161,12 +164,15 @@ _TINY = {
     "offset": 1,
     "expansion": 2,
     "stage_depths": MIN_LAYERS,
+    "base_channels": 32,
+    "channel_multiplier": 2,
 }
 # Sizes that other sizes are computed from; a class may recompute them itself.
 _DERIVABLE = {"expert_width", "head_dim", "kv_heads", "heads", "intermediate", "rank", "width", None}
 _SIZES = _DERIVABLE - {None} | {"vocab", "window", "experts", "experts_per_token", "shared_experts",
                                 "expert_groups", "topk_group", "rotary_dim", "groups", "period", "offset",
-                                "base_filters", "expansion", "stage_depths"}
+                                "base_filters", "expansion", "stage_depths", "base_channels",
+                                "channel_multiplier", "width_alias"}
 _INDEX_LIST = re.compile(r".*(layers|idxs|indexes|indices|_ids)")
 
 
@@ -428,15 +434,20 @@ class _Shrinker:
         self.window = max(1, sample_len // 2)
         self.per_kind = per_kind
         self.token_map: dict[int, int] = {}
+        self.widths: dict[int, int] = {}
         self.kept_layers: dict[int, _LayerPlan] = {}
 
     def plan_tokens(self, config: PretrainedConfig) -> None:
         """Special ids at or above the tiny vocab move to its top, keeping their order
-        and staying clear of the special ids already inside it."""
+        and staying clear of the special ids already inside it. Also notes the tiny value
+        of every width of the tree, for sizes that alias one (`adapter_out_dim`)."""
         ids = {i for _, key, value in _walk(config.to_dict()) if role(key) == "token" for i in _ints(value)}
         free = (i for i in range(VOCAB - 1, -1, -1) if i not in ids)
         for old in sorted((i for i in ids if i >= VOCAB), reverse=True):
             self.token_map[old] = next(free)
+        for _, key, value in _walk(config.to_dict()):
+            if role(key) == "width" and _is_int(value) and value > 0:
+                self.widths[value] = min(value, HIDDEN)
 
     def shrink(self, config: PretrainedConfig, overrides: dict[str, Any],
                named: tuple[int, frozenset[int]] | None = None) -> PretrainedConfig:
@@ -499,6 +510,8 @@ class _Shrinker:
         """The tiny value of one field by its role; lists of sizes shrink element-wise."""
         if role(key) == "token":
             return _map_ints(value, lambda i: self.token_map.get(i, i))
+        if role(key) == "width_alias":
+            return _map_ints(value, lambda n: self.widths.get(n, n))
         if role(key) == "vocab_map" and isinstance(value, dict):
             moved = {name: self.token_map.get(i, i) if _is_int(i) else i for name, i in value.items()}
             return {name: i for name, i in moved.items() if not _is_int(i) or i < VOCAB}

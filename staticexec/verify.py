@@ -155,6 +155,9 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
         except Refused as exc:
             verdict.status, verdict.reason = "refused", str(exc.first)
             return verdict
+        except UsageError as exc:  # e.g. a generation-only class with no forward of its own
+            verdict.status, verdict.reason = "n/a", str(exc)
+            return verdict
         log.calls.clear()
         values = dict(sample)
         out: dict = {}

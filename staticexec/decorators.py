@@ -208,19 +208,20 @@ class collecting:
     """Make the output collector of a capture_outputs call active while a subgraph runs part of its body."""
 
     __slots__ = ("collected", "token")
+    _var = None
 
     def __init__(self, state: CaptureState) -> None:
         self.collected = state.collected
+        if collecting._var is None:
+            from transformers.utils.output_capturing import _active_collector
+
+            collecting._var = _active_collector
 
     def __enter__(self) -> None:
-        from transformers.utils.output_capturing import _active_collector
-
-        self.token = _active_collector.set(self.collected)
+        self.token = collecting._var.set(self.collected)
 
     def __exit__(self, *exc: object) -> None:
-        from transformers.utils.output_capturing import _active_collector
-
-        _active_collector.reset(self.token)
+        collecting._var.reset(self.token)
 
 
 def capture_outputs_exit(self: Any, state: CaptureState, outputs: Any) -> Any:

@@ -81,6 +81,8 @@ REPAIRS: dict[str, dict[str, Any]] = {
     "moonshine_streaming": {"num_key_value_heads": 8},
     # The talker's MoE block reads shared_expert_intermediate_size, which the config class lacks.
     "qwen3_omni_moe_talker_text": {"shared_expert_intermediate_size": 768},
+    # ... and the talker reads spatial_merge_size, which its config class (no model_type) lacks.
+    "qwen3_omni_moe": {"talker_config": {"spatial_merge_size": 2}},
     # The thinkers' rope index reads vision_start_token_id (and Qwen3's seconds_per_chunk), which
     # their config classes lack; the values are the composite configs' own.
     "qwen2_5_omni_thinker": {"vision_start_token_id": 151652},
@@ -138,7 +140,7 @@ _ROLES = _roles(
     ("width_alias", r"(.*_)?(in|out)_dim|.*_input_size|.*_output_size"),  # equal to a width of the config, at any level
     ("width", r".*hidden_size.*|d_model|n_embd|n_embed|.*embed_dim|.*embedding_dim|.*hidden_dim|model_dim"
               r"|dim|.*embedding_size|emb_dim|.*width|.*proj_dim|.*_output_dim|.*_input_dim|out_dim|.*_d_ssm"
-              r"|.*_channels?|.*projection_dim"),
+              r"|.*_channels?|.*projection_dim|(en|de)coder_dim"),
     ("expand", r"(.*_)?expand"),
     ("expansion", r"(.*_)?expansion(_factor|_ratio)?"),
     ("stage_depths", r"depths"),  # blocks per stage
@@ -599,7 +601,9 @@ class _Shrinker:
 def _rope_dicts(rope: dict[str, Any]) -> list[dict[str, Any]]:
     """The rope parameter dicts of a level: itself, or one per layer type."""
     nested = [v for v in rope.values() if isinstance(v, dict)]
-    return nested if nested and len(nested) == len(rope) else [rope]
+    if nested and len(nested) == len(rope):
+        return nested
+    return [rope] if rope else []
 
 
 _MROPE_DEFAULT = re.compile(r"""["']mrope_section["']\s*,\s*\[([0-9,\s]+)\]""")

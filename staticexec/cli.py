@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--targets", nargs="+", metavar="CLASS")
     sp.add_argument("--attn", choices=["eager", "sdpa", "both"], default="eager",
                     help="attention implementation(s) to verify with (default: eager)")
+    sp.add_argument("--sample", choices=["text", "multimodal"], default="text",
+                    help="text: token ids only (vision/audio branches stay opaque); multimodal: also an image "
+                         "and its placeholder tokens, so vision layers can be targets (default: text)")
     sp.add_argument("--all", action="store_true", help="every architecture of --task, each in a worker process")
     sp.add_argument("--task", default="causal-lm", choices=sorted(TASKS),
                     help="with --all: which auto mapping to sweep (default: causal-lm)")
@@ -239,7 +242,7 @@ def cmd_verify(args) -> int:
     counts: dict[str, int] = {}
     for name in args.architectures:
         for attn in attns:
-            v = verify(name, attn_implementation=attn, targets=args.targets)
+            v = verify(name, attn_implementation=attn, targets=args.targets, sample=args.sample)
             if len(attns) > 1:
                 v.architecture = f"{v.architecture} [{attn}]"
             print(v.line(), flush=True)
@@ -269,13 +272,14 @@ def _verify_all(args) -> int:
             detail = f"{r.get('subgraphs', 0)} subgraphs" if r["status"] == "ok" else r["reason"]
             print(f"{r['arch']:<44} {r['status']:<15} {detail}", flush=True)
 
-        rows = sweep.run("verify", archs, {"attn": attn}, jobs=args.jobs, timeout=args.timeout,
-                         label=f"verify {args.task} [{attn}]", on_result=show)
+        rows = sweep.run("verify", archs, {"attn": attn, "sample": args.sample}, jobs=args.jobs,
+                         timeout=args.timeout, label=f"verify {args.task} [{attn}]", on_result=show)
         table = {r["arch"]: r for r in rows}
-        print(coverage.totals_line(f"{args.task} [{attn}]", table).replace("**", ""))
+        mode = attn if args.sample == "text" else f"{attn}, {args.sample} samples"
+        print(coverage.totals_line(f"{args.task} [{mode}]", table).replace("**", ""))
         if args.report:
             json_path = os.path.splitext(args.report)[0] + ".json"
-            coverage.update(json_path, args.report, args.task, attn, rows, transformers_version())
+            coverage.update(json_path, args.report, args.task, mode, rows, transformers_version())
         failed += sum(1 for r in rows if r["status"] not in ("ok", "n/a"))
     return 1 if failed else 0
 

@@ -714,12 +714,26 @@ class Emitter:
         if path in self.called_targets:
             raise Refused([UnsupportedStatement(frame.entry["path"], line, f"{path} would be called twice")])
         self.called_targets.append(path)
-        code = rewritten(stmt, frame.rename)
+        code = self._returning(frame, stmt)
         self.steps.append(
             Step(code=code, origin=self._origin(frame, line), target=self.paths[id(module)],
                  scopes=frame.scopes, modules=dict(self.module_bindings))
         )
         self._forget_stores(frame, stmt)
+
+    def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[int, str] | None = None) -> str:
+        """A reaching statement's code; `return X` becomes an assignment of the frame's result."""
+        code = rewritten(stmt, frame.rename, replace)
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Return):
+            lines = code.splitlines()
+            first = next(i for i, l in enumerate(lines) if l.lstrip().startswith("return"))
+            body = "\n".join(lines[first:]).lstrip()[len("return"):].strip() or "None"
+            frame.returned = True
+            return "\n".join(lines[:first] + [f"{frame.result} = {body}"]) + "\n"
+        if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in stmt.body):
+            raise Refused([UnsupportedStatement(frame.entry["path"], self._line_of(frame, stmt),
+                                                "a `return` sharing its line with other statements")])
+        return code
 
     def _not_a_target(self, frame: Frame, stmt: cst.CSTNode, module: Any, line: int) -> None:
         if self._holds_target(module):
@@ -771,7 +785,7 @@ class Emitter:
         self._bind(inner, kw_code, kw_values, open_kw)
         self._body(inner)
         self._finish(inner)
-        self._add(frame, rewritten(stmt, frame.rename, (id(call), result)), line)
+        self._add(frame, self._returning(frame, stmt, (id(call), result)), line)
         self._forget_stores(frame, stmt)
 
     def _call_kwargs(self, frame: Frame, inner: Frame, call: cst.Call, bound: bool, line: int):

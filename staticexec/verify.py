@@ -102,7 +102,7 @@ def compare(expected: Any, actual: Any) -> str:
 
 
 def verify(architecture: str, *, attn_implementation: str = "eager", targets: list[str] | None = None,
-           config: Any = None, plan: Any = None) -> Verdict:
+           config: Any = None, plan: Any = None, sample: str = "text") -> Verdict:
     import torch
 
     from . import tiny
@@ -128,10 +128,16 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     missing = [t for t in targets if t not in held]
     if missing:
         raise UsageError(f"no module of class {', '.join(missing)} in {architecture}")
+    mode = sample
     try:
-        sample = tiny.sample_inputs(model)
+        if mode == "multimodal":
+            from .multimodal import multimodal_inputs
+
+            sample = multimodal_inputs(model)
+        else:
+            sample = tiny.sample_inputs(model)
     except tiny.TinyBuildError as exc:
-        verdict.status, verdict.reason = "build-failed", f"no sample input: {exc}"
+        verdict.status, verdict.reason = "build-failed", f"no {mode} sample: {exc}"
         return verdict
     log = _CallLog(model, set(targets))
     try:

@@ -240,3 +240,151 @@ def test_unknown_architecture() -> None:
     assert "NoSuchModelForCausalLM" in str(caught.value) and "\n" not in str(caught.value)
     with pytest.raises(UnknownArchitecture):
         build_tiny_model("NoSuchModelForCausalLM")
+
+
+# -- rules for composite and non-text configs ----------------------------------------------
+
+
+def rotary_frequencies(text: transformers.PretrainedConfig) -> int:
+    head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
+    factor = text.rope_parameters.get("partial_rotary_factor", getattr(text, "partial_rotary_factor", None)) or 1.0
+    return int(head_dim * factor) // 2
+
+
+@pytest.mark.parametrize("arch, default", [
+    ("Qwen2VLForConditionalGeneration", [16, 24, 24]),
+    ("Glm4vForConditionalGeneration", [8, 12, 12]),
+    ("Glm4vMoeForConditionalGeneration", [8, 12, 12]),
+    ("PaddleOCRVLForConditionalGeneration", [16, 24, 24]),
+    ("Ernie4_5_VLMoeForConditionalGeneration", [22, 22, 20]),
+])
+def test_missing_mrope_section_sized_to_tiny_rotary(arch: str, default: list[int]) -> None:
+    """The modeling code falls back to a section sized for the full head dim; the tiny config names its own."""
+    assert "mrope_section" not in (full(arch).get_text_config().rope_parameters or {})
+    text = tiny(arch).get_text_config()
+    section = text.rope_parameters["mrope_section"]
+    assert len(section) == len(default)
+    assert sum(section) == rotary_frequencies(text)
+    assert all(part >= 1 for part in section)
+    if default[0] == default[1]:
+        assert section[0] == section[1]  # Ernie stacks the first two axes
+
+
+def test_mrope_section_left_out_of_vision_towers() -> None:
+    vision = tiny("Qwen2VLForConditionalGeneration").vision_config
+    assert "mrope_section" not in (getattr(vision, "rope_parameters", None) or {})
+
+
+def test_counts_of_sibling_lists_are_not_thresholds() -> None:
+    """`num_conv_layers` counts `conv_kernel_sizes`, not leading layers of the encoder stack."""
+    speech = tiny("Speech2TextForConditionalGeneration")
+    assert speech.num_conv_layers == len(speech.conv_kernel_sizes)
+    wav2vec = tiny("SpeechEncoderDecoderModel").encoder
+    assert wav2vec.num_feat_extract_layers == len(wav2vec.conv_dim) == len(wav2vec.conv_stride) == len(wav2vec.conv_kernel)
+
+
+def test_stage_widths_and_codebooks_shrink() -> None:
+    janus = tiny("JanusForConditionalGeneration")
+    assert janus.vision_config.projection_dim <= 64 and janus.vq_config.projection_dim <= 64
+    assert janus.vq_config.num_embeddings <= 256
+    assert janus.vq_config.base_channels * max(janus.vq_config.channel_multiplier) <= 64
+    audio = tiny("VibeVoiceForConditionalGeneration").audio_config
+    assert audio.num_filters * 2 ** len(audio.downsampling_ratios) <= 64
+    assert max(audio.depths) <= 2 and audio.ffn_expansion <= 2
+    codec = tiny("KyutaiSpeechToTextForConditionalGeneration").codec_config
+    assert codec.upsample_groups == codec.hidden_size  # depthwise stays depthwise
+
+
+@pytest.mark.parametrize("arch", ["JanusForConditionalGeneration", "VibeVoiceForConditionalGeneration",
+                                  "KyutaiSpeechToTextForConditionalGeneration"])
+def test_formerly_huge_models_build_small(arch: str) -> None:
+    assert tiny_mb(arch) < 16
+
+
+def tiny_mb(arch: str) -> float:
+    with torch.device("meta"):
+        m = model_class_for(arch)._from_config(tiny(arch), dtype=torch.float32)
+    return param_mb(m)
+
+
+def test_indices_into_another_sub_config_follow_its_layers() -> None:
+    """Molmo2's adapter taps vision layers [24, 18]: both are kept, as distinct layers, and renumbered."""
+    config = tiny("Molmo2ForConditionalGeneration")
+    taps = config.adapter_config.vision_feature_layer
+    assert len(taps) == 2 and len(set(taps)) == 2
+    assert all(0 <= i < config.vision_config.num_hidden_layers for i in taps)
+    assert config.vision_config.num_hidden_layers <= 4
+
+
+def test_divisor_of_a_window_still_divides_it() -> None:
+    text = tiny("Glm5NextForConditionalGeneration").text_config
+    assert text.index_topk < SAMPLE_LEN
+    assert text.index_topk % text.index_kpool == 0 and text.index_kpool < text.index_topk
+
+
+def test_tied_sub_config_sizes() -> None:
+    config = tiny("FunAsrNanoForConditionalGeneration")
+    assert config.adaptor_config.intermediate_size == config.text_config.hidden_size // 4
+
+
+def test_per_layer_overrides_compared_after_shrinking() -> None:
+    """Dots3Note's vision overrides differ in expert counts (4..60) that all shrink to 4: one kind of sparse layer."""
+    vision = tiny("Dots3NoteForConditionalGeneration").vision_config
+    assert sorted(set(vision.mlp_layer_types)) == ["dense", "sparse"]
+    assert vision.num_hidden_layers == 2
+
+
+@pytest.mark.parametrize("arch", [
+    "ChameleonForConditionalGeneration", "Emu3ForConditionalGeneration", "DeepseekOcr2ForConditionalGeneration",
+    "DiffusionGemmaForBlockDiffusion", "Granite4VisionForConditionalGeneration",
+    "MoonshineStreamingForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration",
+])
+def test_repaired_defaults_build(arch: str) -> None:
+    assert tiny_mb(arch) < 16
+
+
+def test_repairs_set_what_the_forward_reads() -> None:
+    for arch in ("Qwen2_5OmniThinkerForConditionalGeneration", "Qwen3OmniMoeThinkerForConditionalGeneration"):
+        thinker = tiny(arch)
+        assert 0 <= thinker.vision_start_token_id < thinker.text_config.vocab_size
+        assert thinker.seconds_per_chunk == 2
+    assert tiny("Step3p7ForConditionalGeneration").text_config.sliding_window < SAMPLE_LEN
+    text = tiny("HunYuanVLForConditionalGeneration").text_config
+    section = text.rope_parameters["mrope_section"]
+    assert len(section) == 4 and sum(section) == (text.head_dim or text.hidden_size // text.num_attention_heads) // 2
+
+
+def test_repairs_reach_sub_configs() -> None:
+    """Repairs are keyed by any level's model_type: the thinker's apply inside the Omni composite too."""
+    config = tiny("Qwen3OmniMoeForConditionalGeneration")
+    assert 0 <= config.thinker_config.vision_start_token_id < config.thinker_config.text_config.vocab_size
+    assert config.talker_config.text_config.shared_expert_intermediate_size <= 128
+
+
+def test_input_vocab_when_input_embeddings_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
+    m = build_tiny_model("GPT2LMHeadModel")
+
+    def unknown() -> None:
+        raise NotImplementedError("`get_input_embeddings` not auto-handled")
+
+    monkeypatch.setattr(m, "get_input_embeddings", unknown)
+    inputs = sample_inputs(m, seq_len=SAMPLE_LEN)
+    assert int(inputs["input_ids"].max()) < m.config.get_text_config().vocab_size
+
+
+def test_missing_library_noted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from staticexec import tiny as tiny_module
+
+    def fails(*args: object, **kwargs: object) -> None:
+        try:
+            raise ModuleNotFoundError("No module named 'scipy'")
+        except ImportError as e:
+            raise TinyBuildError(f"ModuleNotFoundError: {e}") from e
+
+    monkeypatch.setattr(tiny_module, "_MISSING_LIBRARY", set())
+    monkeypatch.setattr(tiny_module, "_build", fails)
+    with pytest.raises(TinyBuildError) as caught:
+        build_tiny_model("LlamaForCausalLM")
+    assert tiny_module.upstream_note("LlamaForCausalLM") == "needs a library: "
+    assert tiny_module.upstream_note("MistralForCausalLM", error=caught.value) == "needs a library: "
+    assert tiny_module.upstream_note("MistralForCausalLM") == ""

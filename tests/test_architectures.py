@@ -78,3 +78,25 @@ def test_a_layer_called_twice_by_design_is_reported():
     verdict = verify("HrmTextForCausalLM")
     assert verdict.status == "repeated-target"
     assert "by design" in verdict.reason
+
+
+@pytest.mark.parametrize("arch, vision, text", [
+    ("LlavaForConditionalGeneration", "CLIPEncoderLayer", "LlamaDecoderLayer"),
+    ("Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLVisionBlock", "Qwen2_5_VLDecoderLayer"),
+])
+def test_vision_and_text_layers_as_targets_together(arch, vision, text):
+    verdict = verify(arch, sample="multimodal")
+    assert verdict.status == "ok", verdict.line()
+    assert vision in verdict.targets and text in verdict.targets
+
+
+@pytest.mark.parametrize("arch, encoder, decoder", [
+    ("BartForConditionalGeneration", "BartEncoderLayer", "BartDecoderLayer"),
+    ("T5ForConditionalGeneration", "T5Block", "T5Block"),
+])
+def test_encoder_and_decoder_layers_as_targets(arch, encoder, decoder):
+    verdict = verify(arch)
+    assert verdict.status == "ok", verdict.line()
+    assert encoder in verdict.targets and decoder in verdict.targets
+    # both stacks are cut: every layer of the tiny encoder and decoder has its own subgraph
+    assert verdict.targets_called >= 4

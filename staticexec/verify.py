@@ -147,6 +147,12 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             verdict.status, verdict.reason = "run-failed", _one_line(exc)
             return verdict
         own_calls = list(log.calls)
+        with torch.no_grad():
+            again = model(**sample)
+        if compare(expected, again):
+            verdict.status = "run-failed"
+            verdict.reason = "the model's own forward is not deterministic (two runs differ), so nothing compares exactly"
+            return verdict
         counts: dict[str, int] = {}
         for name, _ in own_calls:
             counts[name] = counts.get(name, 0) + 1

@@ -126,10 +126,6 @@ def _load_config(path: str | None):
     return AutoConfig.for_model(model_type, **data)
 
 
-def _check_targets(plan_targets: list[str] | None, arch: str) -> None:
-    del plan_targets, arch
-
-
 def cmd_plan(args) -> int:
     from .api import analyse_architecture
 
@@ -183,13 +179,17 @@ def _check_requested(requested: list[str] | None, plan) -> None:
             raise UsageError(f"target class {', '.join(unseen)} is not called from {plan.architecture}")
 
 
-def write_atomic(path: str, text: str) -> None:
+def write_atomic(path: str, content: str | bytes) -> None:
     """Write a whole file or nothing: a temporary file renamed into place."""
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary file would be, not mkstemp's 0600
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -138,7 +138,7 @@ def can_return_tuple_exit(self: Any, return_dict: bool, output: Any) -> Any:
 _CONFIG_DEFAULTS = ("use_cache", "vision_feature_layer", "vision_feature_select_strategy", "vision_aspect_ratio")
 
 
-def merge_with_config_defaults_enter(self: Any, kw: dict, params: tuple[str, ...] = ()) -> tuple:
+def merge_with_config_defaults_enter(self: Any, kw: dict) -> tuple:
     """Fill `use_cache` & co. from the config when not passed; set `is_causal` on the config for the call."""
     for name in _CONFIG_DEFAULTS:
         value = kw.get(name)
@@ -151,10 +151,7 @@ def merge_with_config_defaults_enter(self: Any, kw: dict, params: tuple[str, ...
                 value = False
         elif name == "vision_feature_select_strategy" and value not in ("default", "full"):
             raise ValueError(f"`Unexpected select feature strategy: {value}. Please select from ['default', 'full'].")
-        if name in params or name in kw:
-            kw[name] = value
-        else:
-            kw[name] = value
+        kw[name] = value
     is_causal = kw.get("is_causal", getattr(self.config, "is_causal", None))
     saved = None
     if is_causal is not None:

@@ -17,8 +17,6 @@ import ast
 import builtins
 import importlib
 import inspect
-import os
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +27,7 @@ from .callgraph import calls_in, node_id
 from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, sample_value
 from .messages import DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
 from .plan import Plan, _blocks, exits
-from .source import ClassRef, FunctionRef, load_file, parse_function, sha256
+from .source import ClassRef, FunctionRef, load_file, parse_function
 from .cut import Step, build_subgraphs
 
 RUNTIME = "_sx"
@@ -306,10 +304,8 @@ class Emitter:
         self._check_unresolved()
         self._check_containment()
         frame = self._frame(self.plan.root, root, self.model, rename=False, result=OUTPUT)
-        kw = {name: name for name in self.sample}
         kw_values = {name: sample_value(value) for name, value in self.sample.items()}
         self._bind(frame, kw_code="{" + ", ".join(f"{k!r}: {k}" for k in self.sample) + "}", kw_values=kw_values, open_kw=False)
-        del kw
         self._body(frame)
         self._finish(frame)
         return build_subgraphs(
@@ -393,22 +389,21 @@ class Emitter:
     def _origin(self, frame: Frame, line: int) -> str:
         return f"{frame.origin_path}:{line}"
 
-    def _add(self, frame: Frame, code: str, line: int, *, target: str | None = None) -> None:
-        self.steps.append(
-            Step(code=code, origin=self._origin(frame, line), target=target, scopes=frame.scopes, modules=dict(self.module_bindings))
-        )
+    def _add(self, frame: Frame, code: str, line: int, *, target: str | None = None, reads: tuple[str, ...] = ()) -> None:
+        self.steps.append(Step(code=code, origin=self._origin(frame, line), target=target, scopes=frame.scopes,
+                               modules=dict(self.module_bindings), reads=reads))
 
     # ----- binding a call ------------------------------------------------------------------
 
     def _bind(self, frame: Frame, kw_code: str, kw_values: dict[str, object], open_kw: bool) -> None:
         """Bind the frame's parameters from a keyword dict, running decorator models around it."""
         fn = frame.fn
-        kw = frame.local("kw") if False else f"kw__{frame.index}"
-        self._add(frame, f"{kw} = {kw_code}\n", self._line(frame, fn))
+        kw = f"kw__{frame.index}"
+        start = frame.entry["lines"][0]
+        self._add(frame, f"{kw} = {kw_code}\n", start)
         decorators = frame.entry.get("decorators", [])
         self_name = fn.params.params[0].name.value if frame.entry["self_class"] is not None else None
         self_var = frame.local(self_name) if self_name else "None"
-        param_names = [p for p in frame.entry["params"]]
         for i, name in enumerate(decorators):
             model = deco.MODELS[deco.base_name(name)]
             if model.enter is None:
@@ -416,7 +411,6 @@ class Emitter:
             state = f"dec{i}__{frame.index}"
             extra = ""
             if model.enter == "merge_with_config_defaults_enter":
-                extra = f", {tuple(param_names[1:])!r}"
                 self._merge_defaults(frame, kw_values)
             elif model.enter == "capture_outputs_enter":
                 kwargs = deco.decorator_kwargs(name)
@@ -427,7 +421,7 @@ class Emitter:
                 kw_values.pop("return_dict", None)
             elif model.probe:
                 extra = ", " + self._probe_arguments(frame, i)
-            self._add(frame, f"{state} = {RUNTIME}.{model.enter}({self_var}, {kw}{extra})\n", self._line(frame, fn))
+            self._add(frame, f"{state} = {RUNTIME}.{model.enter}({self_var}, {kw}{extra})\n", start)
             if model.exit:
                 frame.exits.insert(0, (model, state, self_var))
             if model.scope:
@@ -459,7 +453,7 @@ class Emitter:
             lines.append(f"{frame.local(params.star_kwarg.name.value)} = {kw}")
             # what is left of the call's keywords, when all of them are known at emit time
             frame.values[params.star_kwarg.name.value] = UNKNOWN if open_kw else dict(kw_values)
-        self._add(frame, "\n".join(lines) + "\n", self._line(frame, fn))
+        self._add(frame, "\n".join(lines) + "\n", start)
         frame.defined |= {p.name.value for p in plain + list(params.kwonly_params)}
         if self_name:
             frame.defined.add(self_name)
@@ -506,9 +500,6 @@ class Emitter:
         self.globals[alias] = value
         return alias, value
 
-    def _line(self, frame: Frame, node: cst.CSTNode) -> int:
-        return frame.entry["lines"][0]
-
     def _finish(self, frame: Frame) -> None:
         line = frame.entry["lines"][1]
         if not frame.returned:
@@ -551,15 +542,13 @@ class Emitter:
 
     def _opaque(self, frame: Frame, chunk: list, top: bool, rest: list | None, later: bool) -> None:
         for k, stmt in enumerate(chunk):
-            line = self._stmt_line(frame, stmt)
+            line = self._line_of(frame, stmt)
             if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in stmt.body):
                 ret = next(s for s in stmt.body if isinstance(s, cst.Return))
                 before = [s for s in stmt.body if s is not ret][: stmt.body.index(ret)]
                 for small in before:
                     self._emit_small(frame, small, line)
-                value = _code(ret.value) if ret.value is not None else "None"
                 rewritten = _code(ret.value.visit(_Rewrite(frame.rename))) if ret.value is not None else "None"
-                del value
                 self._add(frame, f"{frame.result} = {rewritten}\n", line)
                 frame.returned = True
                 return
@@ -624,10 +613,6 @@ class Emitter:
         except Undecidable:
             return None
 
-    def _stmt_line(self, frame: Frame, stmt: cst.CSTNode) -> int:
-        # emission has no position metadata; the origin line is looked up from the statement's text
-        return self._line_of(frame, stmt)
-
     def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
         cache = _LINES.get(id(frame.fn))
         if cache is None:
@@ -683,8 +668,7 @@ class Emitter:
         code = (f"def {name}({signature}):\n{unbind}{indented}"
                 f"{name}_locals = locals()\n"
                 f"{frame.result} = {name}(**{{_n: {name}_locals[_n] for _n in {tuple(params)!r} if _n in {name}_locals}})\n")
-        self.steps.append(Step(code=code, origin=self._origin(frame, line), scopes=frame.scopes,
-                               modules=dict(self.module_bindings), reads=tuple(params)))
+        self._add(frame, code, line, reads=tuple(params))
         frame.returned = True
 
     # target, ancestor, control ------------------------------------------------------------
@@ -715,10 +699,7 @@ class Emitter:
             raise Refused([UnsupportedStatement(frame.entry["path"], line, f"{path} would be called twice")])
         self.called_targets.append(path)
         code = self._returning(frame, stmt)
-        self.steps.append(
-            Step(code=code, origin=self._origin(frame, line), target=self.paths[id(module)],
-                 scopes=frame.scopes, modules=dict(self.module_bindings))
-        )
+        self._add(frame, code, line, target=self.paths[id(module)])
         self._forget_stores(frame, stmt)
 
     def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[int, str] | None = None) -> str:

@@ -68,10 +68,5 @@ def render(dot: str, out: str) -> str:
         return (f"Graphviz `dot` is not installed: wrote {dot_path}; render it with "
                 f"`dot -T{fmt} {dot_path} -o {out}` (Debian package graphviz)")
     rendered = subprocess.run([exe, f"-T{fmt}"], input=dot.encode(), capture_output=True, check=True).stdout
-    tmp = out + ".tmp"
-    with open(tmp, "wb") as handle:
-        handle.write(rendered)
-    import os
-
-    os.replace(tmp, out)
+    write_atomic(out, rendered)
     return f"wrote {out}"

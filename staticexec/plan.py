@@ -10,7 +10,7 @@ deterministic JSON document, specified in docs/plan-format.md.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
 

@@ -13,7 +13,7 @@ import linecache
 import traceback
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 _MISSING = object()
 
@@ -156,13 +156,21 @@ def _expr_path(expr: str) -> str | None:
     return ".".join(out)
 
 
-def run_subgraphs(model: Any, subgraphs: list[Subgraph], inputs: dict) -> Any:
-    """Run a chain as a calibration pipeline does; returns exactly what `model(**inputs)` returns."""
+def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
+              before: Callable[[Subgraph], None] | None = None) -> dict:
+    """Run a chain as a calibration pipeline does, freeing consumed names; the last subgraph's outputs."""
     values = dict(inputs)
     out: dict = {}
     for sg in subgraphs:
+        if before is not None:
+            before(sg)
         out = sg.forward(model, **{k: values[k] for k in sg.input_names if k in values})
         for name in sg.consumed_names:
             values.pop(name, None)
         values.update(out)
-    return out["forward_output"]
+    return out
+
+
+def run_subgraphs(model: Any, subgraphs: list[Subgraph], inputs: dict) -> Any:
+    """Run a chain; returns exactly what `model(**inputs)` returns."""
+    return run_chain(model, subgraphs, inputs)["forward_output"]

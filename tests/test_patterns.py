@@ -17,7 +17,7 @@ from patterns import fixtures, opaque_lines, plan_statements
 from staticexec.api import analyse
 from staticexec.emit import Emitter
 from staticexec.messages import Refused
-from staticexec.verify import _CallLog, _check_calls, compare
+from staticexec.verify import _CallLog, chain_problem
 
 FIXTURES = fixtures()
 IDS = [f.name for f in FIXTURES]
@@ -79,17 +79,7 @@ def test_subgraphs_reproduce_the_forward(fx):
             expected = model(**sample)
         own = list(log.calls)
         subgraphs = Emitter(plan, model, sample).emit()
-        log.calls.clear()
-        values, out = dict(sample), {}
-        with torch.no_grad():
-            for sg in subgraphs:
-                log.current = sg.index
-                out = sg.forward(model, **{k: values[k] for k in sg.input_names if k in values})
-                for name in sg.consumed_names:
-                    values.pop(name, None)
-                values.update(out)
-        assert _check_calls(own, log.calls, len(subgraphs)) == ""
-        assert compare(expected, out["forward_output"]) == ""
+        assert chain_problem(model, subgraphs, sample, log, own, expected) == ""
     finally:
         log.close()
 

@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--targets", nargs="+", metavar="CLASS",
                         help="sequential target class names (default: the model's _no_split_modules)")
         sp.add_argument("--config", metavar="config.json",
-                        help="plan for this config instead of the config class's defaults")
+                        help="a user's config (e.g. a Llava holding a Mistral) instead of the config class's "
+                             "defaults; the plan records its model types, tiny models shrink its sizes")
 
     sp = sub.add_parser("plan", help="analyse an architecture and write its wrap plan",
                         description="Analyse ARCH's forward from its source and write DIR/ARCH.json.")
@@ -95,7 +96,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "emitted subgraphs, and check that outputs are equal and every target runs "
                                     "exactly once, in exactly one subgraph. Exit 0 only if all are ok.")
     sp.add_argument("architectures", nargs="*", metavar="ARCH")
-    sp.add_argument("--targets", nargs="+", metavar="CLASS")
+    targets(sp)
     sp.add_argument("--attn", choices=["eager", "sdpa", "both"], default="eager",
                     help="attention implementation(s) to verify with (default: eager)")
     sp.add_argument("--sample", choices=["text", "multimodal"], default="text",
@@ -234,6 +235,7 @@ def cmd_verify(args) -> int:
         return _verify_all(args)
     if args.report:
         raise UsageError("--report goes with --all")
+    config = _load_config(args.config)
     if not args.architectures:
         raise UsageError("name at least one architecture, or --all")
     for name in args.architectures:
@@ -242,7 +244,7 @@ def cmd_verify(args) -> int:
     counts: dict[str, int] = {}
     for name in args.architectures:
         for attn in attns:
-            v = verify(name, attn_implementation=attn, targets=args.targets, sample=args.sample)
+            v = verify(name, attn_implementation=attn, targets=args.targets, sample=args.sample, config=config)
             if len(attns) > 1:
                 v.architecture = f"{v.architecture} [{attn}]"
             print(v.line(), flush=True)
@@ -259,8 +261,8 @@ def _verify_all(args) -> int:
     from .architectures import task_architectures
     from .plan import transformers_version
 
-    if args.architectures:
-        raise UsageError("--all takes no architecture names")
+    if args.architectures or args.targets or args.config:
+        raise UsageError("--all verifies every architecture with its default targets and config")
     archs = task_architectures(args.task)
     attns = ["eager", "sdpa"] if args.attn == "both" else [args.attn]
     failed = 0

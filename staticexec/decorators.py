@@ -11,6 +11,10 @@ the call's keyword dict `kw` (positional arguments are named first):
   part of the body (capture_outputs' output collector).
 
 A decorator not in the table makes the plan refuse.
+
+Emitted subgraphs reach this module as their run-time helpers; besides the
+decorator models it holds `expect_branch`, the check of a branch that was
+decided from the shape of a sample tensor.
 """
 
 from __future__ import annotations
@@ -268,3 +272,16 @@ HELPERS: dict[str, Callable] = {
     for name in (model.enter, model.exit, model.scope)
     if name
 }
+
+
+class BranchMismatch(RuntimeError):
+    """The inputs take another branch than the one the subgraphs were emitted for."""
+
+
+def expect_branch(taken: bool, expected: bool, where: str, test: str) -> None:
+    """Run-time check of a branch decided from the sample's tensor shapes when the subgraphs were emitted."""
+    if taken != expected:
+        raise BranchMismatch(
+            f"{where}: `{test}` is {taken} for these inputs but was {expected} for the sample the subgraphs "
+            "were emitted for; emit them again for inputs of this shape"
+        )

@@ -24,13 +24,15 @@ import libcst as cst
 
 from . import decorators as deco
 from .callgraph import calls_in, node_id
-from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, sample_value
+from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value
 from .messages import DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
 from .plan import Plan, _blocks, exits
 from .source import ClassRef, FunctionRef, load_file, parse_function
 from .cut import Step, build_subgraphs
 
 RUNTIME = "_sx"
+# tensor methods whose result is a tensor, never None
+TENSOR_RESULTS = {"reshape", "view", "transpose", "permute", "contiguous", "flatten", "unsqueeze", "squeeze", "expand"}
 OUTPUT = "forward_output"
 
 
@@ -480,7 +482,7 @@ class Emitter:
                 value = getattr(config, name, None)
             if value is None:
                 continue
-            if value is PRESENT:
+            if is_present(value):
                 continue
             if name == "use_cache" and getattr(frame.self_obj, "gradient_checkpointing", False) and frame.self_obj.training:
                 value = False
@@ -596,7 +598,8 @@ class Emitter:
     def _learn(self, frame: Frame, stmt: cst.CSTNode) -> tuple[str, object] | None:
         """A plain `name = <static expression>` is known at emit time (a config value, a submodule).
 
-        The value is computed from the names as they were before the statement ran."""
+        The value is computed from the names as they were before the statement ran. Of a
+        `name = <...>.reshape(...)` only that it is present (not None) is known."""
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
             return None
         small = stmt.body[0]
@@ -611,7 +614,11 @@ class Emitter:
         try:
             return target.value, evaluate(_code(value), frame.values, frame.module_globals)
         except Undecidable:
-            return None
+            pass
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_RESULTS:
+            # `states = self.projector(x).reshape(...)`: a tensor, so `states is None` is decided
+            return target.value, PRESENT
+        return None
 
     def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
         cache = _LINES.get(id(frame.fn))
@@ -810,7 +817,7 @@ class Emitter:
         try:
             return evaluate(_code(expr), frame.values, frame.module_globals)
         except Undecidable:
-            if isinstance(expr, cst.Name) and frame.values.get(expr.value) is PRESENT:
+            if isinstance(expr, cst.Name) and is_present(frame.values.get(expr.value)):
                 return PRESENT
             return UNKNOWN
 
@@ -818,13 +825,7 @@ class Emitter:
         line = entry["lines"][0]
         kind = entry["statement"]
         if kind == "if":
-            if entry["condition"]["class"] == "dynamic":
-                try:
-                    taken = _truth_of(evaluate(_code(stmt.test), frame.values, frame.module_globals))
-                except Undecidable:
-                    raise Refused([DynamicCondition(frame.entry["path"], line, f"`{entry['condition']['code']}`")])
-            else:
-                taken = self._decide(frame, stmt.test, line)
+            taken = self._decide(frame, stmt.test, line, dynamic=entry["condition"]["class"] == "dynamic")
             blocks = dict(_blocks(stmt))
             if taken:
                 self._block(frame, blocks["body"], entry["body"])
@@ -843,12 +844,26 @@ class Emitter:
         else:
             raise Refused([UnsupportedStatement(frame.entry["path"], line, f"`{kind}` around target calls")])
 
-    def _decide(self, frame: Frame, test: cst.BaseExpression, line: int) -> bool:
-        value = self._concrete(frame, test, line)
+    def _decide(self, frame: Frame, test: cst.BaseExpression, line: int, dynamic: bool = False) -> bool:
+        """Which branch of an `if` around target calls runs for the sample.
+
+        A decision that read the shape of a sample tensor (`pixel_values.size(0) > 0`)
+        holds for that shape only: the test runs again in the subgraphs, and a run on
+        inputs that would take the other branch stops with an error there.
+        """
+        code = _code(test).strip()
         try:
-            return bool(value)
+            value, read_shape = evaluate_condition(code, frame.values, frame.module_globals)
+            taken = _truth_of(value)
         except Undecidable as exc:
-            raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{_code(test).strip()}`: {exc}")]) from exc
+            if dynamic:
+                raise Refused([DynamicCondition(frame.entry["path"], line, f"`{code}`")]) from exc
+            raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{code}`: {exc}")]) from exc
+        if read_shape:
+            check = _code(test.visit(_Rewrite(frame.rename))).strip()
+            where = self._origin(frame, line)
+            self._add(frame, f"{RUNTIME}.expect_branch(bool({check}), {taken!r}, {where!r}, {code!r})\n", line)
+        return taken
 
     def _unroll(self, frame: Frame, stmt: cst.For, entry: dict, line: int) -> None:
         items = list(self._concrete(frame, stmt.iter, line))

@@ -3,7 +3,8 @@
 Conditions classified `static` or `input`, and the iterables of loops over
 target containers, are evaluated when subgraphs are emitted: `self` is the
 real module, config values are real, and each input is its sample value
-(tensors are only known to be present). A small interpreter covers the safe
+(tensors are only known to be present; a condition may read their shape, see
+`evaluate_condition`). A small interpreter covers the safe
 subset of Python these expressions use, with short-circuit `and` / `or` and
 conditional expressions, so `x is not None and <tensor test>` is decided when
 x is None. Nothing of the model runs: the only calls are a few builtins,
@@ -41,8 +42,28 @@ class _Unknown:
         return "<computed at run time>"
 
 
+class _Shaped(_Present):
+    """A present tensor input whose shape is known from the sample.
+
+    Only a condition may read the shape (`pixel_values.size(0) > 0`), and the
+    decision is then checked again when the subgraphs run (see `Emitter._decide`).
+    """
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+    def __repr__(self) -> str:
+        return f"<present at run time, shape {list(self.shape)}>"
+
+
 PRESENT = _Present()
 UNKNOWN = _Unknown()
+SHAPE_ATTRIBUTES = {"shape", "ndim"}
+SHAPE_METHODS = {"size", "dim", "numel"}
+
+
+def is_present(value: object) -> bool:
+    return isinstance(value, _Present)
 
 SAFE_CALLS = {
     "enumerate", "zip", "range", "len", "list", "tuple", "reversed", "getattr", "hasattr", "isinstance",
@@ -76,6 +97,9 @@ def sample_value(value: object) -> object:
         return value
     if isinstance(value, (tuple, list)) and all(v is None or isinstance(v, (bool, int, float, str)) for v in value):
         return value
+    shape = getattr(value, "shape", None)
+    if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
+        return _Shaped(tuple(shape))
     return PRESENT
 
 
@@ -92,6 +116,17 @@ def evaluate(source: str, names: dict[str, object], module_globals: dict) -> obj
     return _Interpreter(names, module_globals).eval(_parse(source))
 
 
+def evaluate_condition(source: str, names: dict[str, object], module_globals: dict) -> tuple[object, bool]:
+    """Like `evaluate`, but the shapes of sample tensors may be read; also says whether one was.
+
+    A decision that read a shape holds for inputs of that shape only, so the caller
+    must check it again at run time.
+    """
+    interpreter = _Interpreter(names, module_globals, shapes=True)
+    value = interpreter.eval(_parse(source))
+    return value, interpreter.read_shape
+
+
 def _truth(value: object) -> bool:
     if value is UNKNOWN:
         raise Undecidable("a value computed at run time")
@@ -104,9 +139,17 @@ def _truth(value: object) -> bool:
 
 
 class _Interpreter:
-    def __init__(self, names: dict[str, object], module_globals: dict) -> None:
+    def __init__(self, names: dict[str, object], module_globals: dict, shapes: bool = False) -> None:
         self.names = names
         self.globals = module_globals
+        self.shapes = shapes
+        self.read_shape = False
+
+    def _shaped(self, base: object) -> bool:
+        if self.shapes and isinstance(base, _Shaped):
+            self.read_shape = True
+            return True
+        return False
 
     def eval(self, node: ast.expr) -> object:
         method = getattr(self, f"_{type(node).__name__}", None)
@@ -131,7 +174,9 @@ class _Interpreter:
 
     def _Attribute(self, node: ast.Attribute) -> object:
         base = self.eval(node.value)
-        if base is PRESENT:
+        if node.attr in SHAPE_ATTRIBUTES and self._shaped(base):
+            return base.shape if node.attr == "shape" else len(base.shape)
+        if is_present(base):
             raise Undecidable(f"an attribute of a run-time value (.{node.attr})")
         try:
             return getattr(base, node.attr)
@@ -140,7 +185,7 @@ class _Interpreter:
 
     def _Subscript(self, node: ast.Subscript) -> object:
         base = self.eval(node.value)
-        if base is PRESENT:
+        if is_present(base):
             raise Undecidable("indexing a run-time value")
         index = self.eval(node.slice)
         try:
@@ -225,6 +270,8 @@ class _Interpreter:
             if not isinstance(owner, (dict, list, tuple, str)) and not hasattr(owner, "_modules"):
                 raise Undecidable(f"a method of a {type(owner).__name__}")
             func = getattr(owner, f.attr)
+        elif isinstance(f, ast.Attribute) and f.attr in SHAPE_METHODS and self._shaped(owner := self.eval(f.value)):
+            func = getattr(_ShapeOf(owner.shape), f.attr)
         elif isinstance(f, ast.Attribute) and not node.args and not node.keywords:
             method = getattr(self.eval(f.value), f.attr, None)
             if not is_accessor(method):
@@ -234,7 +281,7 @@ class _Interpreter:
             raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
         args = [self.eval(a) for a in node.args]
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg}
-        if any(a is PRESENT for a in args) and func not in (isinstance, getattr, hasattr, callable, type) \
+        if any(is_present(a) for a in args) and func not in (isinstance, getattr, hasattr, callable, type) \
                 and getattr(f, "id", None) not in ENVIRONMENT_CALLS:
             raise Undecidable("a run-time value passed to a call")
         try:
@@ -247,11 +294,30 @@ class _Interpreter:
 
 def _plain(value: object) -> bool:
     """Values that compare and compute without touching run-time data (anything but tensors)."""
-    if value is PRESENT or value is UNKNOWN:
+    if is_present(value) or value is UNKNOWN:
         return False
     import torch
 
     return not isinstance(value, torch.Tensor)
+
+
+class _ShapeOf:
+    """The shape methods of a tensor, answered from its shape alone."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+    def size(self, dim: int | None = None) -> object:
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
 
 
 def is_accessor(method: object) -> bool:

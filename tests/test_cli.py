@@ -64,6 +64,29 @@ def test_plan_with_a_users_config(tmp_path):
     assert main(["plan", "LlamaForCausalLM", "--config", str(config), "--out", str(tmp_path)]) == 0
 
 
+LLAVA_WITH_MISTRAL = {
+    "model_type": "llava", "image_token_index": 32000,
+    "text_config": {"model_type": "mistral", "vocab_size": 32064, "hidden_size": 64, "intermediate_size": 128,
+                    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16},
+    "vision_config": {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                      "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 28, "patch_size": 14},
+}
+
+
+def test_a_users_config_decides_the_text_model(tmp_path, capsys):
+    """A Llava holding a Mistral: planned and verified for that config, and the plan says so."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(LLAVA_WITH_MISTRAL))
+    assert main(["plan", "LlavaForConditionalGeneration", "--config", str(config), "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "LlavaForConditionalGeneration.json").read_text())
+    assert doc["model_types"] == ["clip_vision_model", "llava", "mistral"]
+    assert list(doc["targets"]) == ["MistralDecoderLayer"]
+    capsys.readouterr()
+    assert main(["verify", "LlavaForConditionalGeneration", "--config", str(config), "--sample", "multimodal",
+                 "--targets", "MistralDecoderLayer", "CLIPEncoderLayer"]) == 0
+    assert "ok              5 subgraphs, 4 target calls (MistralDecoderLayer, CLIPEncoderLayer)" in capsys.readouterr().out
+
+
 def test_explain_prints_classes_and_chains(capsys):
     assert main(["explain", "GPT2LMHeadModel"]) == 0
     out = capsys.readouterr().out

@@ -99,3 +99,20 @@ def test_golden_plan(fx):
     assert os.path.exists(golden), f"no golden file {os.path.basename(golden)}; run with STATICEXEC_UPDATE_GOLDEN=1"
     with open(golden, encoding="utf-8") as handle:
         assert handle.read() == text
+
+
+def test_a_branch_decided_from_a_shape_is_checked_when_the_subgraphs_run():
+    """input_shape_condition: emitted for one image, run on none: the chain stops instead of skipping the call."""
+    from staticexec.decorators import BranchMismatch
+    from staticexec.run import run_subgraphs
+
+    fx = next(f for f in FIXTURES if f.name == "input_shape_condition")
+    plan, refused = _plan_or_refusal(fx)
+    assert refused is None, str(refused)
+    model, sample = fx.load().build()
+    subgraphs = Emitter(plan, model, sample).emit()
+    other = dict(sample, images=torch.randn(3, 5, 8))
+    with torch.no_grad():
+        assert torch.equal(run_subgraphs(model, subgraphs, other), model(**other))
+        with pytest.raises(BranchMismatch, match=r"input_shape_condition.py:33: `images is not None and images.size\(0\) > 0`"):
+            run_subgraphs(model, subgraphs, dict(sample, images=torch.randn(0, 5, 8)))

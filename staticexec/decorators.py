@@ -52,6 +52,9 @@ MODELS: dict[str, DecoratorModel] = {
     "deprecate_kwarg": DecoratorModel("deprecate_kwarg", "kwargs_decorator_enter", None, probe=True),
     "accepts_precomputed_kwargs": DecoratorModel("accepts_precomputed_kwargs", "kwargs_decorator_enter", None, probe=True),
     "select_hidden_states": DecoratorModel("select_hidden_states", "kwargs_decorator_enter", None, probe=True),
+    # rewrites the keywords, then only transforms the result: the real decorator runs on a probe before
+    # the body and again around a stand-in that returns the body's result
+    "filter_output_hidden_states": DecoratorModel("filter_output_hidden_states", "replay_enter", "replay_exit", probe=True),
 }
 
 
@@ -105,24 +108,41 @@ def decorator_kwargs(decorator: str) -> dict[str, Any]:
 # ----- run-time helpers (called from emitted code) ----------------------------------------------
 
 
+def _stand_in(fn: Callable, body: Callable) -> Callable:
+    import inspect
+
+    body.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    body.__name__ = fn.__name__
+    body.__qualname__ = fn.__qualname__
+    return body
+
+
+def _call(wrapped: Callable, self: Any, kw: dict) -> Any:
+    return wrapped(self, **kw) if self is not None else wrapped(**kw)
+
+
 def kwargs_decorator_enter(self: Any, kw: dict, decorator: Callable, fn: Callable) -> None:
     """Rewrite the call's keywords exactly as a keywords-only decorator does.
 
     The real decorator object wraps a probe with the decorated function's
     signature; calling the probe returns the keywords the function would get.
     """
-    import inspect
-
-    def probe(*args: Any, **kwargs: Any) -> dict:
-        return kwargs
-
-    probe.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
-    probe.__name__ = fn.__name__
-    probe.__qualname__ = fn.__qualname__
-    wrapped = decorator(probe)
-    rewritten = wrapped(self, **kw) if self is not None else wrapped(**kw)
+    rewritten = _call(decorator(_stand_in(fn, lambda *args, **kwargs: kwargs)), self, kw)
     kw.clear()
     kw.update(rewritten)
+
+
+def replay_enter(self: Any, kw: dict, decorator: Callable, fn: Callable) -> tuple:
+    """Keywords as the decorator passes them on; the state keeps the call's own for `replay_exit`."""
+    passed = dict(kw)
+    kwargs_decorator_enter(self, kw, decorator, fn)
+    return passed, decorator, fn
+
+
+def replay_exit(self: Any, state: tuple, output: Any) -> Any:
+    """The decorator's result: the real decorator called again, around a stand-in returning `output`."""
+    passed, decorator, fn = state
+    return _call(decorator(_stand_in(fn, lambda *args, **kwargs: output)), self, passed)
 
 
 def can_return_tuple_enter(self: Any, kw: dict) -> bool:

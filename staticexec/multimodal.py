@@ -6,10 +6,18 @@ placeholder tokens an image needs is the number of feature vectors the model's
 own `get_image_features` returns for it, so the count is right for every
 projector and feature-selection strategy. Verification may run the model;
 analysis never does.
+
+Pixel-shuffle connectors (Idefics3, SmolVLM, GraniteDocling) fold scale_factor x
+scale_factor patches into one token, so an image is also tried at the largest size
+the shuffle divides, with the `pixel_attention_mask` those models take.
+Cross-attention models (Mllama) read the image through cross-attention rather than
+placeholder embeddings: their tiled pixels, aspect ratio and text-to-tile mask are
+built as the processor would, from the vision config.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import torch
@@ -45,29 +53,56 @@ def _feature_count(features: Any) -> int:
     raise TinyBuildError(f"can't count image features in a {type(features).__name__}")
 
 
+def _sizes(config: Any, vision: Any) -> list[tuple[int, int]]:
+    """The config's image size, then the largest one under it that a pixel-shuffle connector divides.
+
+    A connector with an integer `scale_factor` (on the composite config, Idefics3 and SmolVLM, or
+    on the vision config, GraniteDocling) views the patch grid as (side / scale, scale * width), so
+    patches per side must be a multiple of scale_factor; the class defaults of Idefics3 and SmolVLM
+    (224 px, 32 px patches: 7 per side, scale 2) are not. Models whose positions are fixed to the
+    configured size take the first entry; variable-resolution encoders (Idefics3's bucketed
+    positions) take the second.
+    """
+    height, width = _side(vision.image_size)
+    sizes = [(height, width)]
+    patch = getattr(vision, "patch_size", None)
+    scale = getattr(config, "scale_factor", None) or getattr(vision, "scale_factor", None)
+    if isinstance(patch, int) and isinstance(scale, int) and not isinstance(scale, bool) and scale > 1:
+        step = patch * scale
+        fitted = (max(step, height // step * step), max(step, width // step * step))
+        if fitted != (height, width):
+            sizes.append(fitted)
+    return sizes
+
+
 def _layouts(model: Any, vision: Any, generator: torch.Generator):
     """Candidate image inputs, from the plain (1, C, H, W) to the layouts some families need.
 
     Tried in order until the model's get_image_features accepts one: an image
-    list axis (1, 1, C, H, W); `image_sizes` with n crops (1, n, C, H, W) or a
-    plain image; flattened patches with an `image_grid_thw` grid.
+    list axis (1, 1, C, H, W), with a pixel or tile `pixel_attention_mask` when the
+    model takes one; `image_sizes` with n crops (1, n, C, H, W) or a plain image;
+    each at the config's image size, then at a size a pixel shuffle divides;
+    flattened patches with an `image_grid_thw` grid.
     """
-    import inspect
-
     params = inspect.signature(model.get_image_features).parameters
     channels = getattr(vision, "num_channels", None) or getattr(vision, "in_channels", None) or 3
-    size = getattr(vision, "image_size", None)
-    if size is not None:
-        height, width = _side(size)
-        image = torch.randn(1, channels, height, width, generator=generator)
-        if "image_sizes" in params:
-            sizes = torch.tensor([[height, width]])
-            yield {"pixel_values": image, "image_sizes": sizes}
-            for crops in range(1, 6):
-                yield {"pixel_values": image.unsqueeze(1).expand(1, crops, -1, -1, -1).clone(), "image_sizes": sizes}
-        else:
-            yield {"pixel_values": image}
-            yield {"pixel_values": image.unsqueeze(1)}
+    if getattr(vision, "image_size", None) is not None:
+        for height, width in _sizes(model.config, vision):  
+            image = torch.randn(1, channels, height, width, generator=generator)
+            if "image_sizes" in params:
+                sizes = torch.tensor([[height, width]])
+                yield {"pixel_values": image, "image_sizes": sizes}
+                for crops in range(1, 6):
+                    yield {"pixel_values": image.unsqueeze(1).expand(1, crops, -1, -1, -1).clone(), "image_sizes": sizes}
+            else:
+                yield {"pixel_values": image}
+                if "pixel_attention_mask" in params:
+                    # what the processor gives: real pixels of each image (Idefics3, SmolVLM),
+                    # or real tiles of each sample (GraniteDocling, where the mask is required)
+                    yield {"pixel_values": image.unsqueeze(1),
+                           "pixel_attention_mask": torch.ones(1, 1, height, width, dtype=torch.bool)}
+                    yield {"pixel_values": image.unsqueeze(1), "pixel_attention_mask": torch.ones(1, 1, dtype=torch.bool)}
+                yield {"pixel_values": image.unsqueeze(1)}
     if "image_grid_thw" in params and getattr(vision, "patch_size", None):
         patch, merge = vision.patch_size, getattr(vision, "spatial_merge_size", 1) or 1
         temporal = getattr(vision, "temporal_patch_size", 1) or 1
@@ -77,11 +112,54 @@ def _layouts(model: Any, vision: Any, generator: torch.Generator):
         yield {"pixel_values": patches, "image_grid_thw": grid}
 
 
+def _takes_cross_attention_images(model: Any) -> bool:
+    """Mllama-style: the text model cross-attends to tiled image states selected by aspect ratio."""
+    params = inspect.signature(model.forward).parameters
+    vision = getattr(model.config, "vision_config", None)
+    return ({"pixel_values", "aspect_ratio_ids", "cross_attention_mask"} <= set(params)
+            and isinstance(getattr(vision, "max_num_tiles", None), int)
+            and bool(getattr(vision, "supported_aspect_ratios", None)))
+
+
+def _cross_attention_inputs(model: Any, token: int, seed: int) -> dict:
+    """One tiled image, its aspect ratio, one image token and the text-to-tile cross-attention mask.
+
+    As the processor builds them: pixel_values (batch, images, max_num_tiles, C, H, W) with the
+    tiles past the image's own count zero, aspect_ratio_ids (batch, images) indexing
+    supported_aspect_ratios from 1 (0 pads), aspect_ratio_mask (batch, images, max_num_tiles), and
+    cross_attention_mask (batch, seq, images, max_num_tiles) that lets every token from the image
+    token on attend to the image's real tiles. The aspect ratio is the first one with more than one
+    tile but fewer than max_num_tiles, so real tiles, padding tiles and the masks between them all
+    take part; the tokens before the image token attend to nothing (full_text_row_masked_out_mask).
+    """
+    vision = model.config.vision_config
+    max_tiles, ratios = vision.max_num_tiles, vision.supported_aspect_ratios
+    index = next((i for i, (h, w) in enumerate(ratios) if 1 < h * w < max_tiles), 0)
+    tiles = ratios[index][0] * ratios[index][1]
+    channels = getattr(vision, "num_channels", None) or 3
+    height, width = _side(vision.image_size)
+    generator = torch.Generator().manual_seed(seed)
+    pixels = torch.zeros(1, 1, max_tiles, channels, height, width)
+    pixels[:, :, :tiles] = torch.randn(1, 1, tiles, channels, height, width, generator=generator)
+    tile_mask = torch.zeros(1, 1, max_tiles, dtype=torch.long)
+    tile_mask[:, :, :tiles] = 1
+    text = sample_inputs(model, batch=1, seed=seed)["input_ids"]
+    start = min(4, text.shape[1])
+    ids = torch.cat([text[:, :start], torch.full((1, 1), token, dtype=text.dtype), text[:, start:]], dim=1)
+    cross = torch.zeros(1, ids.shape[1], 1, max_tiles, dtype=torch.long)
+    cross[:, start:, :, :tiles] = 1
+    return {"input_ids": ids, "attention_mask": torch.ones_like(ids), "pixel_values": pixels,
+            "aspect_ratio_ids": torch.tensor([[index + 1]]), "aspect_ratio_mask": tile_mask,
+            "cross_attention_mask": cross}
+
+
 def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
     """input_ids with one image's placeholder tokens, attention_mask and the image inputs (batch of one)."""
     config = model.config
     vision = getattr(config, "vision_config", None)
     token = next((getattr(config, f) for f in TOKEN_FIELDS if isinstance(getattr(config, f, None), int)), None)
+    if vision is not None and token is not None and _takes_cross_attention_images(model):
+        return _cross_attention_inputs(model, token, seed)
     if vision is None or token is None or not hasattr(model, "get_image_features"):
         raise TinyBuildError(f"{type(model).__name__} has no vision config, image token or get_image_features")
     generator = torch.Generator().manual_seed(seed)

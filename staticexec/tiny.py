@@ -498,6 +498,7 @@ class _Shrinker:
         plans = _layer_plans(old, self.per_kind, new, named)
         for plan in plans:
             _apply_layer_plan(plan, old, new)
+        _fix_concatenated_widths(old, new)
         new.update(overrides)
         for key in computed:
             new.pop(key, None)
@@ -695,6 +696,23 @@ def _fix_depthwise_groups(old: dict[str, Any], new: dict[str, Any]) -> None:
     for key, value in old.items():
         if key.endswith("groups") and role(key) is None and _is_int(value) and value > 1 and value in widths:
             new[key] = widths[value]
+
+
+def _fix_concatenated_widths(old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A width that concatenates the last hidden state with those of listed layers (Mllama's
+    `vision_output_dim` = hidden_size * (len(intermediate_layers_indices) + 1)) keeps that product."""
+    hidden, tiny = old.get("hidden_size"), new.get("hidden_size")
+    if not (_is_int(hidden) and _is_int(tiny)) or hidden <= 0:
+        return
+    lists = [k for k, v in old.items() if isinstance(v, list) and v and all(_is_int(i) for i in v)
+             and isinstance(new.get(k), list)]
+    for key, value in old.items():
+        if role(key) != "width" or not _is_int(value) or value == hidden or not _is_int(new.get(key)):
+            continue
+        for listed in lists:
+            if value == hidden * (len(old[listed]) + 1):
+                new[key] = tiny * (len(new[listed]) + 1)
+                break
 
 
 def _fix_window_divisors(old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -1027,7 +1045,21 @@ def _build(model_class: type, cfg: PretrainedConfig, attn_implementation: str, s
         model = model_class._from_config(cfg, attn_implementation=attn_implementation, dtype=torch.float32)
     except Exception as e:
         raise TinyBuildError(f"{type(e).__name__}: {_one_line(e)}") from e
+    _open_gates(model)
     return model.float().eval()
+
+
+def _open_gates(model: nn.Module) -> None:
+    """Give gates initialised to exactly zero a nonzero value, as a trained checkpoint has.
+
+    Mllama zeroes its cross-attention and tile-embedding gates (`tanh(gate) * x`), so a
+    random tiny model would ignore the image entirely and a wrong vision state could
+    never show in its output. Only small parameters named `*gate*` that are all zero change.
+    """
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "gate" in name.rpartition(".")[2] and param.numel() <= 8 and not param.any():
+                param.fill_(0.5)
 
 
 def _meta_size_mb(model_class: type, cfg: PretrainedConfig, attn_implementation: str) -> float | None:

@@ -25,8 +25,13 @@ verify: install
 	$(BIN)/pytest -q -m slow
 
 # regenerate docs/coverage.md from a full sweep
+# every task with token samples, then the tasks with images or audio with multimodal samples;
+# exit status 1 (some architecture not ok) is what the report is for, 2 (bad usage) stops
 coverage: install
-	$(BIN)/staticexec verify --all --task causal-lm --report docs/coverage.md
+	for task in causal-lm image-text-to-text multimodal-lm seq2seq-lm speech-seq2seq; do \
+		$(BIN)/staticexec verify --all --task $$task --report docs/coverage.md || test $$? -eq 1 || exit 1; done
+	for task in image-text-to-text multimodal-lm speech-seq2seq; do \
+		$(BIN)/staticexec verify --all --task $$task --sample multimodal --report docs/coverage.md || test $$? -eq 1 || exit 1; done
 
 plans: install
 	$(BIN)/staticexec plan --all --out fixtures/plans/transformers-$(TRANSFORMERS_VERSION)

@@ -25,6 +25,10 @@ import torch
 from .tiny import TinyBuildError, sample_inputs
 
 TOKEN_FIELDS = ("image_token_id", "image_token_index")
+# Per-token modality ids a forward may take, as the processors build them (0 text, 1 image):
+# M-RoPE models group positions by them, ERNIE-4.5-VL routes image tokens to its vision experts.
+MODALITY_FIELDS = ("mm_token_type_ids", "moe_mm_token_type_ids")
+IMAGE_MODALITY = 1
 
 
 def _side(value: Any) -> tuple[int, int]:
@@ -40,8 +44,11 @@ def _side(value: Any) -> tuple[int, int]:
     raise TinyBuildError(f"no image size in the vision config ({value!r})")
 
 
-def _feature_count(features: Any) -> int:
-    """Feature vectors in what get_image_features returns (a tensor, a list of them, or an output object)."""
+def feature_count(features: Any) -> int:
+    """Feature vectors in what get_image_features (or get_audio_features) returns: a tensor, a
+    list of them, an output object, or a tuple led by one."""
+    if isinstance(features, (list, tuple)) and features and not isinstance(features[0], torch.Tensor):
+        features = features[0]
     if hasattr(features, "pooler_output") and features.pooler_output is not None:
         features = features.pooler_output
     elif hasattr(features, "last_hidden_state"):
@@ -110,6 +117,15 @@ def _layouts(model: Any, vision: Any, generator: torch.Generator):
         grid = torch.tensor([[1, side, side]])
         patches = torch.randn(side * side, channels * temporal * patch * patch, generator=generator)
         yield {"pixel_values": patches, "image_grid_thw": grid}
+        if temporal == 1:  # the same patches unflattened, (N, C, p, p): PaddleOCR-VL's patch embedding
+            yield {"pixel_values": patches.view(side * side, channels, patch, patch), "image_grid_thw": grid}
+
+
+def _modality_ids(model: Any, ids: torch.Tensor, token: int) -> dict[str, torch.Tensor]:
+    """The per-token modality ids forward takes: 1 on the image placeholder tokens, 0 elsewhere."""
+    params = inspect.signature(model.forward).parameters
+    types = torch.where(ids == token, IMAGE_MODALITY, 0).to(ids.dtype)
+    return {name: types.clone() for name in MODALITY_FIELDS if name in params}
 
 
 def _takes_cross_attention_images(model: Any) -> bool:
@@ -153,25 +169,40 @@ def _cross_attention_inputs(model: Any, token: int, seed: int) -> dict:
             "cross_attention_mask": cross}
 
 
+def takes_audio(model: Any) -> bool:
+    from .audio import AUDIO_INPUTS
+
+    return any(name in inspect.signature(model.forward).parameters for name in AUDIO_INPUTS)
+
+
 def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
-    """input_ids with one image's placeholder tokens, attention_mask and the image inputs (batch of one)."""
+    """input_ids with one image's placeholder tokens, attention_mask, modality ids and the image inputs (batch of one).
+
+    A model with no image path whose forward takes audio gets an audio sample instead (see audio.py).
+    """
     config = model.config
     vision = getattr(config, "vision_config", None)
     token = next((getattr(config, f) for f in TOKEN_FIELDS if isinstance(getattr(config, f, None), int)), None)
     if vision is not None and token is not None and _takes_cross_attention_images(model):
         return _cross_attention_inputs(model, token, seed)
     if vision is None or token is None or not hasattr(model, "get_image_features"):
+        if takes_audio(model):
+            from .audio import audio_inputs
+
+            return audio_inputs(model, seed=seed)
         raise TinyBuildError(f"{type(model).__name__} has no vision config, image token or get_image_features")
     generator = torch.Generator().manual_seed(seed)
-    failure = "no image layout to try"
+    failures: list[str] = []  # each distinct one: the last layout's error often hides the real cause
     for image in _layouts(model, vision, generator):
         try:
             with torch.no_grad():
-                count = _feature_count(model.get_image_features(**image))
+                count = feature_count(model.get_image_features(**image))
         except Exception as exc:  # the model wants another layout
             failure = f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+            if failure not in failures:
+                failures.append(failure)
             continue
         text = sample_inputs(model, batch=1, seed=seed)["input_ids"]
         ids = torch.cat([text[:, :4], torch.full((1, count), token, dtype=text.dtype), text[:, 4:]], dim=1)
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **image}
-    raise TinyBuildError(f"get_image_features accepts no image layout tried: {failure}")
+        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
+    raise TinyBuildError(f"get_image_features accepts no image layout tried: {'; '.join(failures) or 'none to try'}")

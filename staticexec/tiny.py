@@ -21,6 +21,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from typing import Any
 
 import torch
@@ -91,6 +92,17 @@ REPAIRS: dict[str, dict[str, Any]] = {
     "step3p5": {"sliding_window": 512},
     # The text rotary splits by rope_parameters["mrope_section"], None by default (HunyuanOCR's four axes).
     "hunyuan_vl_text": {"rope_parameters": {"mrope_section": [16, 16, 16, 16]}},
+    # The projector avg-pools the (224 / 16)**2 patches of the default tower to mm_tokens_per_image with a
+    # kernel of 14 // sqrt(256) = 0; the checkpoint pairs 64 patches a side with 256. 49 tokens: kernel 2.
+    "gemma3": {"mm_tokens_per_image": 49},
+    # VoxtralConfig() leaves audio_token_id None, so no placeholder could take the audio (the checkpoint's 24).
+    "voxtral": {"audio_token_id": 24},
+    # The projector pixel-shuffles the patch grid by 2, but the default 384 / 14 = 27 patches a side is
+    # odd; the checkpoint's image_size is 364 (26 a side).
+    "aya_vision": {"vision_config": {"image_size": 364}},
+    # The projector only takes the patch counts projector_patch_to_query_dict names (1225 or 4900: the
+    # checkpoint's 490 or 980 px at patch 14); the default Idefics3 tower gives 224 / 32 = 7 a side.
+    "aria": {"vision_config": {"image_size": 490, "patch_size": 14}},
 }
 
 
@@ -761,9 +773,12 @@ def _layer_refs(config: PretrainedConfig, subs: dict[str, PretrainedConfig]
 
 # Sizes a composite config class ties across its sub-configs, which its own validation checks,
 # by model_type: "sub.field" <- ("other_sub.field", divisor), set once the sub-configs are shrunk.
-TIED: dict[str, dict[str, tuple[str, int]]] = {
+TIED: dict[str, dict[str, tuple[str, int | Fraction]]] = {
     # FunAsrNanoConfig requires adaptor_config.intermediate_size == text_config.hidden_size // 4.
     "fun_asr_nano": {"adaptor_config.intermediate_size": ("text_config.hidden_size", 4)},
+    # The vision pixel shuffle turns hidden_size channels into hidden_size / 0.5**2, which the next
+    # linear layer takes as intermediate_size (1408 * 4 = 5632 in the defaults).
+    "llama4": {"vision_config.intermediate_size": ("vision_config.hidden_size", Fraction(1, 4))},
 }
 
 
@@ -772,7 +787,7 @@ def _tie_sub_configs(model_type: str, new: dict[str, Any]) -> None:
         sub, field = target.split(".")
         source_sub, source_field = source.split(".")
         if isinstance(new.get(sub), PretrainedConfig) and isinstance(new.get(source_sub), PretrainedConfig):
-            setattr(new[sub], field, getattr(new[source_sub], source_field) // divisor)
+            setattr(new[sub], field, int(getattr(new[source_sub], source_field) / divisor))
 
 
 def _tiny_heads(n: int, query: int | None) -> int:
@@ -928,7 +943,9 @@ def _repairs_for(config: PretrainedConfig) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in copy.deepcopy(REPAIRS.get(getattr(config, "model_type", ""), {})).items():
         current = getattr(config, key, None)
-        if isinstance(value, dict) and isinstance(current, dict) and not isinstance(current, PretrainedConfig):
+        if isinstance(value, dict) and isinstance(current, PretrainedConfig):
+            value = {**current.to_dict(), **value}  # a repair of a sub-config keeps its other values
+        elif isinstance(value, dict) and isinstance(current, dict):
             value = {**current, **value}
         out[key] = value
     for key, sub in _sub_configs(config).items():
@@ -958,10 +975,34 @@ def _tiny_config(arch: str, config: PretrainedConfig | None, sample_len: int, pe
     shrinker.plan_tokens(full)
     overrides = {"is_decoder": True} if _is_causal_lm(arch) and "is_decoder" in full.to_dict() else {}
     tiny = shrinker.shrink(full, overrides)
+    _fix_feature_layers(tiny)
     problem = next(_problems(full.to_dict(), tiny.to_dict(), sample_len), None)
     if problem is not None:
         raise TinyBuildError(problem)
     return tiny
+
+
+FEATURE_LAYER_FIELDS = ("vision_feature_layer", "vision_feature_layers")
+
+
+def _fix_feature_layers(config: PretrainedConfig) -> None:
+    """Indices into the vision tower's hidden states stay inside the tiny tower.
+
+    `vision_feature_layer = [-2, -5, -8, -11, 6]` (VipLlava) indexes the L + 1 hidden
+    states of the vision stack; negative indices are not remapped with the layers, so
+    each is clamped into [-(L + 1), L]. The list keeps its length: the projector is
+    sized by it.
+    """
+    layers = getattr(getattr(config, "vision_config", None), "num_hidden_layers", None)
+    if not _is_int(layers):
+        return
+    clamp = lambda i: max(-(layers + 1), min(layers, i))  # noqa: E731
+    for name in FEATURE_LAYER_FIELDS:
+        value = getattr(config, name, None)
+        if _is_int(value):
+            setattr(config, name, clamp(value))
+        elif isinstance(value, list) and value and all(_is_int(i) for i in value):
+            setattr(config, name, [clamp(i) for i in value])
 
 
 def _problems(full: dict[str, Any], tiny: dict[str, Any], sample_len: int, path: str = "") -> Iterator[str]:

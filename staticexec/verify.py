@@ -26,6 +26,7 @@ class Verdict:
     subgraphs: int = 0
     targets_called: int = 0
     targets: list[str] = field(default_factory=list)
+    calls: dict[str, int] = field(default_factory=dict)  # target calls per class
     seconds: float = 0.0
 
     @property
@@ -35,7 +36,8 @@ class Verdict:
     def line(self) -> str:
         head = f"{self.architecture:<44} {self.status:<15}"
         if self.ok:
-            return f"{head} {self.subgraphs} subgraphs, {self.targets_called} target calls ({', '.join(self.targets)}), {self.seconds:.1f}s"
+            per_class = ", ".join(f"{n} {cls}" for cls, n in self.calls.items()) or ", ".join(self.targets)
+            return f"{head} {self.subgraphs} subgraphs, {self.targets_called} target calls ({per_class}), {self.seconds:.1f}s"
         return f"{head} {self.reason}"
 
 
@@ -43,7 +45,9 @@ class _CallLog:
     """Forward hooks on every target module: which were called, and in which subgraph."""
 
     def __init__(self, model: Any, targets: set[str]) -> None:
-        self.names = {id(m): n for n, m in outermost_targets(model, targets)}
+        held = outermost_targets(model, targets)
+        self.names = {id(m): n for n, m in held}
+        self.classes = {n: type(m).__name__ for n, m in held}
         self.calls: list[tuple[str, int]] = []
         self.current = -1
         self.handles = [
@@ -177,6 +181,9 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             return verdict
         verdict.subgraphs = len(subgraphs)
         verdict.targets_called = len(own_calls)
+        for name, _ in own_calls:  # in order of first call
+            cls = log.classes[name]
+            verdict.calls[cls] = verdict.calls.get(cls, 0) + 1
         verdict.status, verdict.reason = ("mismatch", problem) if problem else ("ok", "")
         return verdict
     finally:

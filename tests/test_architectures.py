@@ -80,23 +80,43 @@ def test_a_layer_called_twice_by_design_is_reported():
     assert "by design" in verdict.reason
 
 
-@pytest.mark.parametrize("arch, vision, text", [
-    ("LlavaForConditionalGeneration", "CLIPEncoderLayer", "LlamaDecoderLayer"),
-    ("Qwen2_5_VLForConditionalGeneration", "Qwen2_5_VLVisionBlock", "Qwen2_5_VLDecoderLayer"),
-])
+# Multimodal samples with the vision tower's layers and the text model's layers as targets together
+VISION_AND_TEXT = [
+    ("LlavaForConditionalGeneration", ["CLIPEncoderLayer"], ["LlamaDecoderLayer"]),
+    ("LlavaNextForConditionalGeneration", ["CLIPEncoderLayer"], ["LlamaDecoderLayer"]),
+    ("Qwen2VLForConditionalGeneration", ["Qwen2VLVisionBlock"], ["Qwen2VLDecoderLayer"]),
+    ("Qwen2_5_VLForConditionalGeneration", ["Qwen2_5_VLVisionBlock"], ["Qwen2_5_VLDecoderLayer"]),
+    ("Qwen3VLForConditionalGeneration", ["Qwen3VLVisionBlock"], ["Qwen3VLTextDecoderLayer"]),
+    ("Gemma3ForConditionalGeneration", ["SiglipEncoderLayer"], ["Gemma3DecoderLayer"]),
+    ("Idefics3ForConditionalGeneration", ["Idefics3EncoderLayer"], ["LlamaDecoderLayer"]),
+    ("SmolVLMForConditionalGeneration", ["SmolVLMEncoderLayer"], ["LlamaDecoderLayer"]),
+    ("MllamaForConditionalGeneration", ["MllamaVisionEncoderLayer"],
+     ["MllamaSelfAttentionDecoderLayer", "MllamaCrossAttentionDecoderLayer"]),
+    ("Mistral3ForConditionalGeneration", ["PixtralAttentionLayer"], ["MistralDecoderLayer"]),
+    ("PaliGemmaForConditionalGeneration", ["SiglipEncoderLayer"], ["GemmaDecoderLayer"]),
+    ("InternVLForConditionalGeneration", ["InternVLVisionLayer"], ["Qwen2DecoderLayer"]),
+]
+
+
+@pytest.mark.parametrize("arch, vision, text", VISION_AND_TEXT, ids=[a for a, _, _ in VISION_AND_TEXT])
 def test_vision_and_text_layers_as_targets_together(arch, vision, text):
-    verdict = verify(arch, sample="multimodal")
+    verdict = verify(arch, targets=vision + text, sample="multimodal")
     assert verdict.status == "ok", verdict.line()
-    assert vision in verdict.targets and text in verdict.targets
+    # every target class really ran, each call in a subgraph of its own
+    assert set(verdict.calls) == set(vision + text), verdict.line()
+    assert verdict.subgraphs == verdict.targets_called + 1
 
 
-@pytest.mark.parametrize("arch, encoder, decoder", [
-    ("BartForConditionalGeneration", "BartEncoderLayer", "BartDecoderLayer"),
-    ("T5ForConditionalGeneration", "T5Block", "T5Block"),
+@pytest.mark.parametrize("arch, encoder, decoder, sample", [
+    ("BartForConditionalGeneration", "BartEncoderLayer", "BartDecoderLayer", "text"),
+    ("T5ForConditionalGeneration", "T5Block", "T5Block", "text"),
+    ("WhisperForConditionalGeneration", "WhisperEncoderLayer", "WhisperDecoderLayer", "multimodal"),
+    ("Speech2TextForConditionalGeneration", "Speech2TextEncoderLayer", "Speech2TextDecoderLayer", "multimodal"),
 ])
-def test_encoder_and_decoder_layers_as_targets(arch, encoder, decoder):
-    verdict = verify(arch)
+def test_encoder_and_decoder_layers_as_targets(arch, encoder, decoder, sample):
+    verdict = verify(arch, targets=sorted({encoder, decoder}), sample=sample)
     assert verdict.status == "ok", verdict.line()
-    assert encoder in verdict.targets and decoder in verdict.targets
+    assert set(verdict.calls) == {encoder, decoder}
     # both stacks are cut: every layer of the tiny encoder and decoder has its own subgraph
     assert verdict.targets_called >= 4
+    assert verdict.subgraphs == verdict.targets_called + 1

@@ -84,7 +84,7 @@ def test_a_users_config_decides_the_text_model(tmp_path, capsys):
     capsys.readouterr()
     assert main(["verify", "LlavaForConditionalGeneration", "--config", str(config), "--sample", "multimodal",
                  "--targets", "MistralDecoderLayer", "CLIPEncoderLayer"]) == 0
-    assert "ok              5 subgraphs, 4 target calls (MistralDecoderLayer, CLIPEncoderLayer)" in capsys.readouterr().out
+    assert "ok              5 subgraphs, 4 target calls (2 CLIPEncoderLayer, 2 MistralDecoderLayer)" in capsys.readouterr().out
 
 
 def test_explain_prints_classes_and_chains(capsys):

@@ -32,7 +32,8 @@ from .cut import Step, build_subgraphs
 
 RUNTIME = "_sx"
 # tensor methods whose result is a tensor, never None
-TENSOR_RESULTS = {"reshape", "view", "transpose", "permute", "contiguous", "flatten", "unsqueeze", "squeeze", "expand"}
+TENSOR_RESULTS = {"reshape", "view", "transpose", "permute", "contiguous", "flatten", "unsqueeze", "squeeze", "expand",
+                  "to"}
 OUTPUT = "forward_output"
 
 
@@ -254,6 +255,19 @@ def _is_module(value: Any) -> bool:
     import torch
 
     return isinstance(value, torch.nn.Module)
+
+
+def _tensor_result(stmt: cst.CSTNode) -> str | None:
+    """The name a plain `name = <...>.reshape(...)` binds: a tensor, so `name is None` is decided."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        return None
+    small = stmt.body[0]
+    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+        return None
+    value = small.value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_RESULTS:
+        return small.targets[0].target.value
+    return None
 
 
 def _truth_of(value: Any) -> bool:
@@ -615,10 +629,7 @@ class Emitter:
             return target.value, evaluate(_code(value), frame.values, frame.module_globals)
         except Undecidable:
             pass
-        if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_RESULTS:
-            # `states = self.projector(x).reshape(...)`: a tensor, so `states is None` is decided
-            return target.value, PRESENT
-        return None
+        return (target.value, PRESENT) if _tensor_result(stmt) else None
 
     def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
         cache = _LINES.get(id(frame.fn))
@@ -653,13 +664,21 @@ class Emitter:
                 taken = None
             if taken is not None:
                 branch = stmt.body if taken else stmt.orelse
-                if branch is not None:
+                if isinstance(branch, cst.Else):
+                    branch = branch.body
+                if isinstance(branch, cst.If):  # elif
                     self._forget_stores(frame, branch)
+                elif branch is not None:
+                    for inner in branch.body:
+                        self._forget_stores(frame, inner)
                 return
         for name in stored_names(stmt):
             frame.values[name] = UNKNOWN
             frame.defined.add(name)
             self.module_bindings.pop(frame.local(name), None)
+        present = _tensor_result(stmt)
+        if present is not None:
+            frame.values[present] = PRESENT
 
     def _tail(self, frame: Frame, stmts: list, line: int) -> None:
         """Opaque statements with nested returns that end the function run as a local function."""

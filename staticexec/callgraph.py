@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 import networkx as nx
 
+from . import decorators as deco
 from .resolve import ConfigRef, FunctionContext, Resolver
 from .source import ClassRef, FunctionRef
 from .values import (
@@ -307,7 +308,8 @@ class CallGraphBuilder:
         ctx = self.resolver.function(callee)
         if ctx is None:
             return {}
-        params = ctx.params[1:] if bound else ctx.params
+        static = any(deco.base_name(n) == "staticmethod" for n in deco.decorator_names(ctx.node))
+        params = ctx.params[1:] if bound and not static else ctx.params
         out: dict[str, Value] = {}
         positional = [v for a, v in zip(call.args, values) if a.keyword is None and not a.star]
         for p, v in zip(params, positional):

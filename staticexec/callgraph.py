@@ -260,7 +260,11 @@ class CallGraphBuilder:
                     continue  # a plain function given no module can't reach one
                 nid = self._enqueue(fref, bound_cls, {})
                 callees.append(nid)
-                edges.append((nid, self._bind(fref, call, arg_values, bound=atom.bound is not None)))
+                # a static method looked up on an instance takes no self; `Fn.apply`'s forward (bound to
+                # the autograd context, Data) does take its context first
+                autograd_context = atom.bound is not None and all(isinstance(b, Data) for b in atom.bound)
+                bound = atom.bound is not None and (autograd_context or not self._is_static(fref))
+                edges.append((nid, self._bind(fref, call, arg_values, bound=bound)))
             elif isinstance(atom, Unknown):
                 unresolved.append(atom.reason)
         args_hold_targets = any(_holds_target(v, self) for v in arg_values)
@@ -304,12 +308,15 @@ class CallGraphBuilder:
             return frozenset()
         return self.resolver.eval(f, ctx, env)
 
+    def _is_static(self, callee: FunctionRef) -> bool:
+        ctx = self.resolver.function(callee)
+        return ctx is not None and any(deco.base_name(n) == "staticmethod" for n in deco.decorator_names(ctx.node))
+
     def _bind(self, callee: FunctionRef, call: cst.Call, values: list[Value], bound: bool) -> dict[str, Value]:
         ctx = self.resolver.function(callee)
         if ctx is None:
             return {}
-        static = any(deco.base_name(n) == "staticmethod" for n in deco.decorator_names(ctx.node))
-        params = ctx.params[1:] if bound and not static else ctx.params
+        params = ctx.params[1:] if bound else ctx.params
         out: dict[str, Value] = {}
         positional = [v for a, v in zip(call.args, values) if a.keyword is None and not a.star]
         for p, v in zip(params, positional):

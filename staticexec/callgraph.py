@@ -252,18 +252,18 @@ class CallGraphBuilder:
                     if any(_holds_target(v, self) for v in arg_values):
                         unresolved.append(f"{fref.qualname}() outside the analysed code receives target modules")
                     continue
+                # a static method looked up on an instance is a plain function: no self, no class;
+                # `Fn.apply`'s forward (bound to the autograd context, Data) does take its context first
+                autograd_context = atom.bound is not None and all(isinstance(b, Data) for b in atom.bound)
+                bound = atom.bound is not None and (autograd_context or not self._is_static(fref))
                 bound_cls = None
-                if atom.bound is not None:
+                if bound:
                     classes = [a.cls for a in atom.bound if isinstance(a, Instance)]
                     bound_cls = classes[0] if classes else None
                 if bound_cls is None and not any(_may_hold_module(v) for v in arg_values):
                     continue  # a plain function given no module can't reach one
                 nid = self._enqueue(fref, bound_cls, {})
                 callees.append(nid)
-                # a static method looked up on an instance takes no self; `Fn.apply`'s forward (bound to
-                # the autograd context, Data) does take its context first
-                autograd_context = atom.bound is not None and all(isinstance(b, Data) for b in atom.bound)
-                bound = atom.bound is not None and (autograd_context or not self._is_static(fref))
                 edges.append((nid, self._bind(fref, call, arg_values, bound=bound)))
             elif isinstance(atom, Unknown):
                 unresolved.append(atom.reason)

@@ -184,6 +184,8 @@ class Resolver:
         self.model_types: set[str] = set()
         self._stores: dict[ClassRef, dict[str, list[ast.FunctionDef]]] = {}
         self._globals: dict[tuple, Value] = {}
+        # modules passed to a class's constructor, by (class, parameter), at the calls the analysis saw
+        self._passed: dict[tuple[ClassRef, str], list[Value]] = {}
 
     # ----- classes -------------------------------------------------------------------------
 
@@ -424,7 +426,9 @@ class Resolver:
             elif name == "config":
                 env[name] = one(ConfigRef(self.class_configs.get(cls, "config")))
             else:
-                env[name] = DATA
+                # what the analysed constructor calls passed, besides anything else
+                passed = self._passed.get((cls, name), []) if ctx.ref.qualname.endswith(".__init__") else []
+                env[name] = join(DATA, *passed)
         return env
 
     # ----- functions -----------------------------------------------------------------------
@@ -809,6 +813,7 @@ class Resolver:
                 elif atom.cls.name in ("dict", "OrderedDict"):
                     out.append(one(Mapping(join(*(self.eval(a.value, ctx, env) for a in node.args)))))
                 else:
+                    self._note_passed_modules(atom.cls, node, ctx, env)
                     out.append(one(Instance(atom.cls)))
             elif isinstance(atom, Factory):
                 out.append(self._factory(atom, node, ctx, env))
@@ -823,6 +828,26 @@ class Resolver:
             else:
                 out.append(DATA)
         return join(*out)
+
+    def _note_passed_modules(self, cls: ClassRef, node: cst.Call, ctx: FunctionContext, env: dict[str, Value]) -> None:
+        """Remember the modules a constructor call passes (`SpeechT5Model(config, encoder, decoder)`), so
+        `self.decoder = Default(config) if decoder is None else decoder` in its `__init__` can hold them."""
+        init = self.find_method(cls, "__init__")
+        if init is None or self.is_external(init.module):
+            return
+        init_ctx = self.function(init)
+        if init_ctx is None:
+            return
+        params = init_ctx.params[1:]
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        named = [(p, a) for p, a in zip(params, positional)]
+        named += [(a.keyword.value, a) for a in node.args if a.keyword is not None]
+        for param, arg in named:
+            if param == "config" or not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
+                continue
+            value = self.eval(arg.value, ctx, env)
+            if any(isinstance(a, (Instance, Container)) for a in value):
+                self._passed.setdefault((cls, param), []).append(value)
 
     def _call_function(self, atom: Function, node: cst.Call, ctx: FunctionContext, env: dict[str, Value]) -> Value:
         ref = atom.ref

@@ -14,6 +14,7 @@ import libcst as cst
 from .evaluate import ENVIRONMENT_CALLS
 
 ORDER = {"static": 0, "input": 1, "dynamic": 2}
+MAPPING_METHODS = {"get", "keys", "values", "items"}
 STATIC_CALLS = {"isinstance", "hasattr", "getattr", "callable", "len", "bool", "type", "issubclass"}
 
 
@@ -65,6 +66,10 @@ class ConditionClassifier:
             f = node.func
             if isinstance(f, cst.Name) and f.value in ENVIRONMENT_CALLS:
                 return "static"
+            if isinstance(f, cst.Attribute) and f.attr.value in MAPPING_METHODS:
+                # `mm_encoder_outputs.get("image")` on a dict of inputs: decided with the dict when emitting
+                # (on a tensor the emitter refuses)
+                return worst(self.classify(f.value), *(self.classify(a.value) for a in node.args))
             if isinstance(f, cst.Name) and f.value in STATIC_CALLS:
                 args = [self.classify(a.value) for a in node.args]
                 c = worst(*args)

@@ -202,7 +202,7 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
             if failure not in failures:
                 failures.append(failure)
             continue
-        text = sample_inputs(model, batch=1, seed=seed)["input_ids"]
+        text = sample_inputs(model, batch=1, seed=seed, provided=image)["input_ids"]
         ids = torch.cat([text[:, :4], torch.full((1, count), token, dtype=text.dtype), text[:, 4:]], dim=1)
         return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
     raise TinyBuildError(f"get_image_features accepts no image layout tried: {'; '.join(failures) or 'none to try'}")

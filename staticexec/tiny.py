@@ -20,7 +20,7 @@ import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -95,6 +95,10 @@ REPAIRS: dict[str, dict[str, Any]] = {
     # The projector avg-pools the (224 / 16)**2 patches of the default tower to mm_tokens_per_image with a
     # kernel of 14 // sqrt(256) = 0; the checkpoint pairs 64 patches a side with 256. 49 tokens: kernel 2.
     "gemma3": {"mm_tokens_per_image": 49},
+    # Blip2Config() leaves image_token_index None, so the query outputs have no placeholder to go to
+    # (the checkpoint's processor adds num_query_tokens image tokens; 50265 in blip2-opt).
+    "blip-2": {"image_token_index": 50265},
+    "instructblip": {"image_token_index": 50265},
     # VoxtralConfig() leaves audio_token_id None, so no placeholder could take the audio (the checkpoint's 24).
     "voxtral": {"audio_token_id": 24},
     # The projector pixel-shuffles the patch grid by 2, but the default 384 / 14 = 27 patches a side is
@@ -1126,7 +1130,7 @@ def special_token_ids(config: PretrainedConfig) -> set[int]:
 
 
 def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: int = 0,
-                  codebook_rows: bool = False) -> dict:
+                  codebook_rows: bool = False, provided: Iterable[str] = ()) -> dict:
     """Random ordinary token ids with a left-padded second row, plus what forward requires.
 
     The padding makes masking code run on every verification; special ids are avoided
@@ -1162,7 +1166,7 @@ def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: 
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
             inspect.Parameter.KEYWORD_ONLY,
         )
-        if required and name not in inputs:
+        if required and name not in inputs and name not in provided:
             if not name.endswith("input_ids"):
                 raise TinyBuildError(f"{type(model).__name__}.forward requires {name!r}")
             inputs[name] = ids()

@@ -169,6 +169,15 @@ def _cross_attention_inputs(model: Any, token: int, seed: int) -> dict:
             "cross_attention_mask": cross}
 
 
+def _instruction(model: Any, seed: int) -> dict:
+    """The instruction text an InstructBLIP-style Q-Former reads with the image, when it takes one."""
+    params = inspect.signature(model.get_image_features).parameters
+    if "qformer_input_ids" not in params:
+        return {}
+    ids = sample_inputs(model, batch=1, seq_len=8, seed=seed + 1, provided=("pixel_values", "qformer_input_ids"))["input_ids"]
+    return {"qformer_input_ids": ids, "qformer_attention_mask": torch.ones_like(ids)}
+
+
 def takes_audio(model: Any) -> bool:
     from .audio import AUDIO_INPUTS
 
@@ -194,6 +203,7 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
     generator = torch.Generator().manual_seed(seed)
     failures: list[str] = []  # each distinct one: the last layout's error often hides the real cause
     for image in _layouts(model, vision, generator):
+        image = {**image, **_instruction(model, seed)}
         try:
             with torch.no_grad():
                 count = feature_count(model.get_image_features(**image))

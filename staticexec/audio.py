@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .multimodal import feature_count
+from .multimodal import error_line, feature_count
 from .tiny import TinyBuildError, sample_inputs
 
 TOKEN_FIELDS = ("audio_token_id", "audio_token_index")
@@ -176,10 +176,6 @@ def _frames(audio: torch.Tensor, configs: list[Any]) -> int:
     return audio.shape[-1] if audio.dim() == 2 or audio.shape[-1] not in widths else audio.shape[1]
 
 
-def _one_line(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
-
-
 def audio_inputs(model: Any, *, seed: int = 0) -> dict:
     """The audio inputs of a speech model's forward, plus decoder ids or placeholder-bearing input ids (batch of one).
 
@@ -223,7 +219,7 @@ def audio_inputs(model: Any, *, seed: int = 0) -> dict:
                 with torch.no_grad():  # the model's own forward decides whether the layout is right
                     model(**inputs)
             except Exception as exc:  # the model wants another length, layout or mask
-                failure = _one_line(exc)
+                failure = error_line(exc)
                 continue
             return inputs
     raise TinyBuildError(f"{type(model).__name__} accepts no audio layout tried: {failure}")

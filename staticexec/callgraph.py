@@ -15,7 +15,7 @@ import libcst as cst
 import networkx as nx
 
 from . import decorators as deco
-from .resolve import ConfigRef, FunctionContext, Resolver
+from .resolve import ConfigRef, FunctionContext, Resolver, bind_arguments
 from .source import ClassRef, FunctionRef
 from .values import (
     DATA,
@@ -317,14 +317,7 @@ class CallGraphBuilder:
         if ctx is None:
             return {}
         params = ctx.params[1:] if bound else ctx.params
-        out: dict[str, Value] = {}
-        positional = [v for a, v in zip(call.args, values) if a.keyword is None and not a.star]
-        for p, v in zip(params, positional):
-            out[p] = v
-        for a, v in zip(call.args, values):
-            if a.keyword is not None:
-                out[a.keyword.value] = v
-        return out
+        return {p: values[i] for p, i in bind_arguments(params, call.args)}
 
 
 def _may_hold_module(value: Value) -> bool:

@@ -257,16 +257,28 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, torch.nn.Module)
 
 
-def _tensor_result(stmt: cst.CSTNode) -> str | None:
-    """The name a plain `name = <...>.reshape(...)` binds: a tensor, so `name is None` is decided."""
+def _assignment(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
+    """The name and value of a plain `name = value` (or `name: T = value`) statement line."""
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
         return None
     small = stmt.body[0]
-    if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)):
+    if isinstance(small, cst.AnnAssign) and small.value is not None:
+        target, value = small.target, small.value
+    elif isinstance(small, cst.Assign) and len(small.targets) == 1:
+        target, value = small.targets[0].target, small.value
+    else:
         return None
-    value = small.value
+    return (target.value, value) if isinstance(target, cst.Name) else None
+
+
+def _tensor_result(stmt: cst.CSTNode) -> str | None:
+    """The name a plain `name = <...>.reshape(...)` binds: a tensor, so `name is None` is decided."""
+    assigned = _assignment(stmt)
+    if assigned is None or not isinstance(stmt.body[0], cst.Assign):
+        return None
+    name, value = assigned
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_RESULTS:
-        return small.targets[0].target.value
+        return name
     return None
 
 
@@ -612,24 +624,15 @@ class Emitter:
     def _learn(self, frame: Frame, stmt: cst.CSTNode) -> tuple[str, object] | None:
         """A plain `name = <static expression>` is known at emit time (a config value, a submodule).
 
-        The value is computed from the names as they were before the statement ran. Of a
-        `name = <...>.reshape(...)` only that it is present (not None) is known."""
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
+        The value is computed from the names as they were before the statement ran."""
+        assigned = _assignment(stmt)
+        if assigned is None:
             return None
-        small = stmt.body[0]
-        if isinstance(small, cst.AnnAssign) and small.value is not None:
-            target, value = small.target, small.value
-        elif isinstance(small, cst.Assign) and len(small.targets) == 1:
-            target, value = small.targets[0].target, small.value
-        else:
-            return None
-        if not isinstance(target, cst.Name):
-            return None
+        name, value = assigned
         try:
-            return target.value, evaluate(_code(value), frame.values, frame.module_globals)
+            return name, evaluate(_code(value), frame.values, frame.module_globals)
         except Undecidable:
-            pass
-        return (target.value, PRESENT) if _tensor_result(stmt) else None
+            return None
 
     def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
         cache = _LINES.get(id(frame.fn))

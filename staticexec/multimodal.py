@@ -128,6 +128,11 @@ def _modality_ids(model: Any, ids: torch.Tensor, token: int) -> dict[str, torch.
     return {name: types.clone() for name in MODALITY_FIELDS if name in params}
 
 
+def error_line(exc: BaseException) -> str:
+    """Why the model rejected a candidate sample, on one line."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+
+
 def _takes_cross_attention_images(model: Any) -> bool:
     """Mllama-style: the text model cross-attends to tiled image states selected by aspect ratio."""
     params = inspect.signature(model.forward).parameters
@@ -208,7 +213,7 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
             with torch.no_grad():
                 count = feature_count(model.get_image_features(**image))
         except Exception as exc:  # the model wants another layout
-            failure = f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
+            failure = error_line(exc)
             if failure not in failures:
                 failures.append(failure)
             continue

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -838,11 +839,8 @@ class Resolver:
         init_ctx = self.function(init)
         if init_ctx is None:
             return
-        params = init_ctx.params[1:]
-        positional = [a for a in node.args if a.keyword is None and not a.star]
-        named = [(p, a) for p, a in zip(params, positional)]
-        named += [(a.keyword.value, a) for a in node.args if a.keyword is not None]
-        for param, arg in named:
+        for param, i in bind_arguments(init_ctx.params[1:], node.args):
+            arg = node.args[i]
             if param == "config" or not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
                 continue
             value = self.eval(arg.value, ctx, env)
@@ -879,12 +877,7 @@ class Resolver:
         fctx = self.function(ref)
         if fctx is not None:
             params = fctx.params[1:] if atom.bound is not None else fctx.params
-            for a, v in zip(node.args, args):
-                if a.keyword is not None:
-                    call_args[a.keyword.value] = v
-            positional = [v for a, v in zip(node.args, args) if a.keyword is None and not a.star]
-            for p, v in zip(params, positional):
-                call_args[p] = v
+            call_args = {p: args[i] for p, i in bind_arguments(params, node.args)}
         return self.returns(ref, atom.bound, call_args)
 
     def _getattr(self, args: list[Value], node: cst.Call, ctx: FunctionContext) -> Value:
@@ -941,6 +934,13 @@ class Resolver:
             self.class_configs.setdefault(ref, path)
             out.append(one(Instance(ref)))
         return join(*out)
+
+
+def bind_arguments(params: list[str], args: Sequence[cst.Arg]) -> list[tuple[str, int]]:
+    """(parameter, index of its argument) for a call's plain positional and keyword arguments;
+    `*args` and `**kwargs` bind no parameter the analysis can name."""
+    positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
+    return list(zip(params, positional)) + [(a.keyword.value, i) for i, a in enumerate(args) if a.keyword is not None]
 
 
 _CONTEXTS: dict[tuple[FunctionRef, str], FunctionContext | None] = {}

@@ -3,15 +3,16 @@
 Subgraph 0 runs everything before the first target call; subgraph k runs
 target call k and what follows it up to target call k+1. Names flow between
 subgraphs by name: a subgraph's inputs are the names it reads before it
-assigns them; its outputs are the names it assigns that a later subgraph
-reads. Modules are never passed between subgraphs: each subgraph binds the
+assigns them; its outputs are the names it assigns or receives that a later
+subgraph reads. Every output is always returned: a name bound only on some
+paths is returned as `UNBOUND` where it is not, so each input name of a later
+subgraph exists, whatever branch ran (the contract of docs/subgraph-contract.md). Modules are never passed between subgraphs: each subgraph binds the
 modules it uses from the model (`self__1 = self.model`).
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -147,7 +148,8 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
             maybe_defined |= n.maybe
             piece.definite_outputs |= n.definite
         piece.definite_outputs |= set(inputs) - piece.maybe_inputs
-        piece.outputs = sorted(stored)
+        # what a piece receives and a later one reads passes through it: the piece may change it
+        piece.outputs = sorted(stored | set(inputs))
     # keep only outputs a later piece reads (and the final output)
     for i, piece in enumerate(pieces):
         later = set()
@@ -171,14 +173,12 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
     """The subgraph's function source, and for each line of it the model source line it came from."""
     lines: list[str] = []
     origins: list[tuple[int, str]] = []
-    params = ", ".join(
-        [f"{n}=_MISSING" if n in piece.maybe_inputs else n for n in piece.inputs]
-    )
+    params = ", ".join(piece.inputs)
     sig = f"def subgraph_{index}(self{', *, ' + params if params else ''}):"
     lines.append(sig)
     for n in piece.inputs:
         if n in piece.maybe_inputs:
-            lines.append(f"    if {n} is _MISSING:")
+            lines.append(f"    if type({n}) is Unbound:")
             lines.append(f"        del {n}")
     for name, expr in piece.prelude.items():
         lines.append(f"    {name} = {expr}")
@@ -195,9 +195,9 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
             lines.append(f"{indent}{code_line}" if code_line.strip() else "")
     sure = [n for n in piece.outputs if n in piece.definite_outputs]
     maybe = [n for n in piece.outputs if n not in piece.definite_outputs]
-    if maybe:  # assigned only on some paths: returned when bound
+    if maybe:  # assigned only on some paths: UNBOUND where they are not
         lines.append("    _locals = locals()")
-        lines.append(f"    _out = {{_n: _locals[_n] for _n in {tuple(maybe)!r} if _n in _locals}}")
+        lines.append(f"    _out = {{_n: _locals.get(_n, UNBOUND) for _n in {tuple(maybe)!r}}}")
         for n in sure:
             lines.append(f"    _out[{n!r}] = {n}")
         lines.append("    return _out")
@@ -205,6 +205,3 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
         lines.append("    return {" + ", ".join(f"{n!r}: {n}" for n in sure) + "}")
     return "\n".join(lines) + "\n", origins
 
-
-def is_builtin(name: str) -> bool:
-    return hasattr(builtins, name)

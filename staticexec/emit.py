@@ -29,6 +29,7 @@ from .messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Mes
 from .plan import Plan, _blocks, exits
 from .source import ClassRef, FunctionRef, load_file, parse_function
 from .cut import Step, build_subgraphs
+from .run import install_tripwires, outermost_targets
 
 RUNTIME = "_sx"
 # tensor methods whose result is a tensor, never None
@@ -336,13 +337,15 @@ class Emitter:
         self._bind(frame, kw_code="{" + ", ".join(f"{k!r}: {k}" for k in self.sample) + "}", kw_values=kw_values, open_kw=False)
         self._body(frame)
         self._finish(frame)
-        return build_subgraphs(
+        chain = build_subgraphs(
             self.steps,
             input_names=list(self.sample),
             output_name=OUTPUT,
             globals_=self.globals,
             title=self.plan.architecture,
         )
+        install_tripwires([m for _, m in outermost_targets(self.model, self.targets)])
+        return chain
 
     # ----- frames --------------------------------------------------------------------------
 

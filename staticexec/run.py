@@ -1,14 +1,21 @@
 """Stage 6, run: a subgraph is a plain Python function over named values.
 
-`Subgraph` matches the interface of llm-compressor's sequential pipeline:
-`input_names`, `consumed_names`, `forward(model, **inputs) -> dict`, plus
-`output_names` and `submodules(model)`. `run_subgraphs` runs a chain the
-way a calibration pipeline does, keeping named values between subgraphs.
+`Subgraph` has the interface of llm-compressor's sequential pipeline, with its
+contract (docs/subgraph-contract.md): `input_names`, `consumed_names`,
+`forward(model, **inputs) -> dict`, `submodules(model, recurse=True)`, plus
+`output_names`. Values cross subgraphs the way that pipeline's cache keeps
+them: containers and dataclasses are rebuilt on the way, so a subgraph packs
+what would not survive that (model outputs) and copies what it could change in
+place (caches, collectors), which makes running it twice give the same result.
+Each run checks that the subgraph entered exactly the targets it was emitted
+for, in order. `run_chain` runs a chain exactly as the pipeline does.
 """
 
 from __future__ import annotations
 
 import ast
+import contextvars
+import dataclasses
 import linecache
 import traceback
 from dataclasses import dataclass, field
@@ -16,6 +23,59 @@ from functools import lru_cache
 from typing import Any, Callable
 
 _MISSING = object()
+
+
+@dataclass(frozen=True)
+class Unbound:
+    """The value of an output name that the subgraph did not bind on the path it took."""
+
+
+UNBOUND = Unbound()
+
+
+@dataclass
+class Packed:
+    """A mapping of another type than dict (a ModelOutput) on its way to a later subgraph."""
+
+    cls: type
+    items: dict
+
+
+class ContractError(RuntimeError):
+    """A chain broke the Subgraph contract: a name missing, or a subgraph run with the wrong inputs."""
+
+
+class TargetMismatch(RuntimeError):
+    """A subgraph entered other target modules than those it was emitted for."""
+
+
+_ENTERED: contextvars.ContextVar = contextvars.ContextVar("staticexec_entered_targets", default=None)
+
+
+def _tripwire(module: Any, args: Any) -> None:
+    entered = _ENTERED.get()
+    if entered is not None:
+        entered.append(module)
+
+
+def outermost_targets(model: Any, targets: set[str]) -> list[tuple[str, Any]]:
+    """Target modules not inside another target module: the ones a subgraph chain calls."""
+    out: list[tuple[str, Any]] = []
+    inside: list[str] = []
+    for name, module in model.named_modules():
+        if any(name.startswith(p + ".") for p in inside):
+            continue
+        if type(module).__name__ in targets:
+            out.append((name, module))
+            inside.append(name)
+    return out
+
+
+def install_tripwires(modules: list) -> None:
+    """A forward pre-hook on each target module that records it while a subgraph runs (once per module)."""
+    for module in modules:
+        if not any(hook is _tripwire for hook in module._forward_pre_hooks.values()):
+            module.register_forward_pre_hook(_tripwire)
 
 
 @dataclass
@@ -31,6 +91,7 @@ class Subgraph:
     module_paths: list[str] = field(default_factory=list)
     origins: list[tuple[int, str]] = field(default_factory=list, repr=False)
     filename: str = ""
+    target_origins: list[str] = field(default_factory=list, repr=False)
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
@@ -40,17 +101,18 @@ class Subgraph:
 
         source, origins = generate(index, piece)
         filename = f"<staticexec {title} subgraph {index} of {count}>"
-        targets = [s.target for s in piece.steps if s.target is not None]
+        steps = [s for s in piece.steps if s.target is not None]
         sg = cls(
             index=index,
             source=source,
             input_names=set(piece.inputs),
             output_names=set(piece.outputs),
             consumed_names=set(consumed),
-            targets=targets,
+            targets=[s.target for s in steps],
             module_paths=_module_paths(piece),
             origins=origins,
             filename=filename,
+            target_origins=[s.origin for s in steps],
             _globals=globals_,
         )
         sg._compile()
@@ -59,23 +121,50 @@ class Subgraph:
     def _compile(self) -> None:
         linecache.cache[self.filename] = (len(self.source), None, self.source.splitlines(True), self.filename)
         scope = dict(self._globals)
-        scope["_MISSING"] = _MISSING
+        scope.update(_MISSING=_MISSING, Unbound=Unbound, UNBOUND=UNBOUND)
         exec(compile(self.source, self.filename, "exec"), scope)
         self._fn = scope[f"subgraph_{self.index}"]
 
     def forward(self, model: Any, *args: Any, **inputs: Any) -> dict:
-        """Run this subgraph on named inputs; returns the named values later subgraphs need."""
+        """Run this subgraph on its named inputs; returns the named values later subgraphs need.
+
+        The inputs are exactly `input_names`. Mutable inputs are copied first (tensors are
+        shared), so the inputs are left as they were and a second run gives the same outputs.
+        """
         if args:
             raise TypeError("subgraph inputs are passed by name")
-        if not inputs.keys() <= self.input_names:
-            inputs = {k: v for k, v in inputs.items() if k in self.input_names}
+        if inputs.keys() != self.input_names:
+            missing, extra = sorted(self.input_names - inputs.keys()), sorted(inputs.keys() - self.input_names)
+            raise ContractError(f"subgraph {self.index}: " + "; ".join(
+                part for part in (f"missing inputs {missing}" if missing else "",
+                                  f"unexpected inputs {extra}" if extra else "") if part))
+        unpacked = {k: _unpack(v) for k, v in inputs.items()}  # alive while copied: the memo is keyed by id
+        memo: dict = {}
+        values = {k: _fresh(v, memo) for k, v in unpacked.items()}
+        entered: list = []
+        token = _ENTERED.set(entered)
         try:
-            return self._fn(model, **inputs)
+            out = self._fn(model, **values)
         except Exception as exc:
             origin = self._origin_of(exc)
             if origin and hasattr(exc, "add_note"):
                 exc.add_note(f"staticexec: raised in subgraph {self.index}, in code emitted from {origin}")
             raise
+        finally:
+            _ENTERED.reset(token)
+        self._check_targets(model, entered)
+        return {k: _pack(v) for k, v in out.items()}
+
+    def _check_targets(self, model: Any, entered: list) -> None:
+        if len(entered) == len(self.targets) and all(
+            m is model.get_submodule(p) for m, p in zip(entered, self.targets)
+        ):
+            return
+        paths = {id(m): n for n, m in model.named_modules()}
+        got = [paths.get(id(m), type(m).__name__) for m in entered]
+        where = ", ".join(self.target_origins) or "no target call"
+        raise TargetMismatch(f"subgraph {self.index} ({self.filename}) entered targets {got}, but was emitted "
+                             f"to call {self.targets} ({where})")
 
     def _origin_of(self, exc: BaseException) -> str | None:
         line = None
@@ -90,15 +179,98 @@ class Subgraph:
                 best = origin
         return best
 
-    def submodules(self, model: Any) -> list:
-        """The modules this subgraph calls directly (its target and any module attribute it uses)."""
-        out = []
+    def submodules(self, model: Any, recurse: bool = True) -> set:
+        """The modules this subgraph calls (its targets and the module attributes it uses); with
+        `recurse`, everything below them too, as llm-compressor's Subgraph gives."""
+        out: set = set()
         for path in self.module_paths:
             try:
-                out.append(model.get_submodule(path))
+                module = model.get_submodule(path)
             except AttributeError:
                 continue
+            out.update(module.modules() if recurse else [module])
         return out
+
+
+def _pack(value: Any) -> Any:
+    """A value as it may travel through llm-compressor's cache, which rebuilds dicts as plain dicts."""
+    if isinstance(value, dict) and type(value) is not dict:
+        return Packed(type(value), {k: _pack(v) for k, v in value.items()})
+    if type(value) in (list, tuple):
+        return type(value)(_pack(v) for v in value)
+    if type(value) is dict:
+        return {k: _pack(v) for k, v in value.items()}
+    return value
+
+
+def _unpack(value: Any) -> Any:
+    if isinstance(value, Packed):
+        return value.cls(**{k: _unpack(v) for k, v in value.items.items()})
+    if type(value) in (list, tuple):
+        return type(value)(_unpack(v) for v in value)
+    if type(value) is dict:
+        return {k: _unpack(v) for k, v in value.items()}
+    return value
+
+
+def _is_atom(value: Any) -> bool:
+    """Values a subgraph never copies: immutable ones, tensors, modules, configs, types and callables."""
+    import enum
+    import types
+
+    import torch
+    from transformers import PretrainedConfig
+
+    return value is None or isinstance(value, (
+        bool, int, float, complex, str, bytes, range, slice, type, enum.Enum, Unbound, contextvars.ContextVar,
+        torch.Tensor, torch.dtype, torch.device, torch.Size, torch.nn.Module, PretrainedConfig,
+        types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType))
+
+
+def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
+    """A copy of the containers and plain objects in `value`, sharing its modules and configs.
+
+    Tensors passed as such, or in tuples, are shared; tensors held by a list, a dict or an
+    object are cloned, since model code updates those in place (a recurrent state, a cache).
+    One memo per subgraph run keeps two names for one object two names for one copy."""
+    import copy
+
+    import torch
+
+    if isinstance(value, torch.Tensor) and held:  # a tensor kept in a list, dict or object may be written in place
+        key = id(value)
+        if key not in memo:
+            memo[key] = value.clone()
+        return memo[key]
+    if _is_atom(value):
+        return value
+    key = id(value)
+    if key in memo:
+        return memo[key]
+    if type(value) in (tuple, frozenset):
+        out: Any = type(value)(_fresh(v, memo, held) for v in value)
+        memo[key] = out
+        return out
+    if type(value) is list:
+        out = memo[key] = []
+        out.extend(_fresh(v, memo, True) for v in value)
+        return out
+    if type(value) is dict:
+        out = memo[key] = {}
+        out.update((k, _fresh(v, memo, True)) for k, v in value.items())
+        return out
+    if type(value) is set:
+        out = memo[key] = {_fresh(v, memo, True) for v in value}
+        return out
+    try:
+        out = copy.copy(value)
+    except Exception:  # an object that can't be copied is shared
+        out = value
+    memo[key] = out
+    if out is not value and hasattr(out, "__dict__") and not isinstance(value, dict):
+        for k, v in vars(value).items():
+            vars(out)[k] = _fresh(v, memo, True)
+    return out
 
 
 def _module_paths(piece) -> list[str]:
@@ -156,19 +328,80 @@ def _expr_path(expr: str) -> str | None:
     return ".".join(out)
 
 
+def _as_cached(value: Any) -> Any:
+    """What llm-compressor's IntermediatesCache gives back for a value it stored: containers and
+    dataclasses rebuilt, dict subclasses as plain dicts, anything else as it is."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, list):
+        return [_as_cached(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_as_cached(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _as_cached(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return type(value)(**{f.name: _as_cached(getattr(value, f.name)) for f in dataclasses.fields(value)})
+    return value
+
+
 def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
-              before: Callable[[Subgraph], None] | None = None) -> dict:
-    """Run a chain as a calibration pipeline does, freeing consumed names; the last subgraph's outputs."""
-    values = dict(inputs)
+              before: Callable[[Subgraph], None] | None = None, twice: bool = False) -> dict:
+    """Run a chain as llm-compressor's sequential pipeline does; the last subgraph's outputs.
+
+    Strict as its cache is: every input name must exist (from the inputs or an earlier
+    subgraph), every consumed name must exist when it is deleted, and values are rebuilt
+    between subgraphs as the cache rebuilds them. With `twice`, each subgraph runs a second
+    time on the same inputs (the pipeline's calibration and propagation passes), and both
+    runs must give the same outputs.
+    """
+    values = {k: _as_cached(v) for k, v in inputs.items()}
     out: dict = {}
     for sg in subgraphs:
         if before is not None:
             before(sg)
-        out = sg.forward(model, **{k: values[k] for k in sg.input_names if k in values})
+        missing = sorted(sg.input_names - values.keys())
+        if missing:
+            raise ContractError(f"subgraph {sg.index} needs {missing}, which neither the inputs nor an earlier "
+                                "subgraph provide")
+        args = {k: values[k] for k in sg.input_names}
+        if twice:
+            first = sg.forward(model, **args)
+            if before is not None:
+                before(sg)
+        out = sg.forward(model, **args)
+        if twice:
+            differs = _differs(first, out)
+            if differs:
+                raise ContractError(f"subgraph {sg.index} gives other outputs when run twice on the same inputs: {differs}")
+        values.update({k: _as_cached(v) for k, v in out.items()})
         for name in sg.consumed_names:
-            values.pop(name, None)
-        values.update(out)
-    return out
+            if name not in values:
+                raise ContractError(f"subgraph {sg.index} consumes {name!r}, which does not exist")
+            del values[name]
+    return {k: _unpack(v) for k, v in out.items()}
+
+
+def _differs(a: Any, b: Any, where: str = "") -> str:
+    """'' when two values are equal: tensors exactly, containers element by element."""
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        same = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
+            and a.dtype == b.dtype and torch.equal(a, b)
+        return "" if same else where or "a tensor"
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            return where or "a sequence"
+        return next((d for d in (_differs(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b))) if d), "")
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return where or "a mapping"
+        return next((d for d in (_differs(a[k], b[k], f"{where}[{k!r}]") for k in a) if d), "")
+    if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b) and not isinstance(a, type):
+        return _differs(vars(a), vars(b), where)
+    return ""
 
 
 def run_subgraphs(model: Any, subgraphs: list[Subgraph], inputs: dict) -> Any:

@@ -2,7 +2,7 @@
 
 `Subgraph` matches the interface of llm-compressor's sequential pipeline:
 `input_names`, `consumed_names`, `forward(model, **inputs) -> dict`, plus
-`output_names` and `submodules(model)`. `run_subgraphs` runs a chain the
+`output_names` and `submodules(model, recurse=True)`. `run_subgraphs` runs a chain the
 way a calibration pipeline does, keeping named values between subgraphs.
 """
 
@@ -90,14 +90,23 @@ class Subgraph:
                 best = origin
         return best
 
-    def submodules(self, model: Any) -> list:
-        """The modules this subgraph calls directly (its target and any module attribute it uses)."""
-        out = []
+    def submodules(self, model: Any, recurse: bool = True) -> list:
+        """The modules this subgraph calls (its targets and any module attribute it uses), in call order;
+        with `recurse` (the default, as llm-compressor's Subgraph) each followed by all modules below it."""
+        direct = []
         for path in self.module_paths:
             try:
-                out.append(model.get_submodule(path))
+                direct.append(model.get_submodule(path))
             except AttributeError:
                 continue
+        if not recurse:
+            return direct
+        out, seen = [], set()
+        for module in direct:
+            for sub in module.modules():
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    out.append(sub)
         return out
 
 

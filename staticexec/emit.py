@@ -321,7 +321,7 @@ class Emitter:
 
     # ----- entry point ---------------------------------------------------------------------
 
-    def emit(self) -> list:
+    def emit(self, targets_per_subgraph: int = 1) -> list:
         root = self.plan.function(self.plan.root)
         if root is None:
             raise Refused([InstanceMismatch("", 0, f"the plan has no analysis of its root {self.plan.root}")])
@@ -342,6 +342,7 @@ class Emitter:
             output_name=OUTPUT,
             globals_=self.globals,
             title=self.plan.architecture,
+            targets_per_subgraph=targets_per_subgraph,
         )
 
     # ----- frames --------------------------------------------------------------------------

@@ -1,62 +1,58 @@
 """The decorators staticexec models on inlined forwards (docs/decorators.md is the table).
 
-When a decorated forward is inlined, its wrapper does not run; the emitter
-writes explicit calls to the helpers below around the inlined body instead.
-Each helper reproduces what transformers' wrapper does, step for step, on
-the call's keyword dict `kw` (positional arguments are named first):
+When a decorated forward is inlined, its wrapper does not run around the
+body: the body is spread over several subgraphs. staticexec runs the *real*
+decorator instead, the object the module built on import, in three parts,
+so that nothing depends on one transformers release's internals:
 
-- `enter(self, kw)` runs before the parameters are bound and returns a state;
-- `exit(self, state, output)` runs on the function's result;
-- `scope(state)` is a context manager re-entered by every subgraph that runs
-  part of the body (capture_outputs' output collector).
+- `wrapper_enter` calls the decorator's wrapper around a probe that stands
+  for the function. The wrapper does everything it does before the call; the
+  probe records the keywords it is passed, the context variables and the
+  attributes of `self` and `self.config` that the wrapper changed, and stops
+  the wrapper (its `finally` clauses run, so nothing stays changed).
+- `wrapper_scope` re-applies those context variables and attributes around
+  every subgraph's part of the body, and undoes them after.
+- `wrapper_exit` calls the wrapper again, with the same keywords, around a
+  stand-in that returns the body's result; what the body added to a container
+  the wrapper published in a context variable (capture_outputs' collector) is
+  moved into the container of this second call first.
 
-A decorator not in the table makes the plan refuse.
+The names below are the decorators a plan accepts. An *inert* one has no
+behaviour at call time; a *wrapper* is modelled as above. A reaching function
+with any other decorator makes the plan refuse.
 
 Emitted subgraphs reach this module as their run-time helpers; besides the
 decorator models it holds `expect_branch`, the check of a branch that was
-decided from the shape of a sample tensor.
+decided from the sample when the subgraphs were emitted.
 """
 
 from __future__ import annotations
 
+import contextvars
+import inspect
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import libcst as cst
 
+INERT = "inert"
+WRAPPER = "wrapper"
 
-@dataclass(frozen=True)
-class DecoratorModel:
-    name: str
-    enter: str | None  # helper names in this module
-    exit: str | None
-    scope: str | None = None
-    probe: bool = False  # the enter helper runs the real decorator object on a probe function
-
-
-MODELS: dict[str, DecoratorModel] = {
-    "auto_docstring": DecoratorModel("auto_docstring", None, None),
-    "add_start_docstrings_to_model_forward": DecoratorModel("add_start_docstrings_to_model_forward", None, None),
-    "replace_return_docstrings": DecoratorModel("replace_return_docstrings", None, None),
+MODELS: dict[str, str] = {
+    "auto_docstring": INERT,
+    "add_start_docstrings_to_model_forward": INERT,
+    "replace_return_docstrings": INERT,
     # a static method is a plain function once looked up on its class
-    "staticmethod": DecoratorModel("staticmethod", None, None),
-    "can_return_tuple": DecoratorModel("can_return_tuple", "can_return_tuple_enter", "can_return_tuple_exit"),
-    "merge_with_config_defaults": DecoratorModel(
-        "merge_with_config_defaults", "merge_with_config_defaults_enter", "merge_with_config_defaults_exit"
-    ),
-    "check_model_inputs": DecoratorModel(
-        "check_model_inputs", "merge_with_config_defaults_enter", "merge_with_config_defaults_exit"
-    ),
-    "capture_outputs": DecoratorModel("capture_outputs", "capture_outputs_enter", "capture_outputs_exit", "collecting"),
-    # decorators that only rewrite the call's keywords: run the real decorator on a probe
-    "deprecate_kwarg": DecoratorModel("deprecate_kwarg", "kwargs_decorator_enter", None, probe=True),
-    "accepts_precomputed_kwargs": DecoratorModel("accepts_precomputed_kwargs", "kwargs_decorator_enter", None, probe=True),
-    "select_hidden_states": DecoratorModel("select_hidden_states", "kwargs_decorator_enter", None, probe=True),
-    # rewrites the keywords, then only transforms the result: the real decorator runs on a probe before
-    # the body and again around a stand-in that returns the body's result
-    "filter_output_hidden_states": DecoratorModel("filter_output_hidden_states", "replay_enter", "replay_exit", probe=True),
+    "staticmethod": INERT,
+    "can_return_tuple": WRAPPER,
+    "merge_with_config_defaults": WRAPPER,
+    "check_model_inputs": WRAPPER,
+    "capture_outputs": WRAPPER,
+    "deprecate_kwarg": WRAPPER,
+    "accepts_precomputed_kwargs": WRAPPER,
+    "select_hidden_states": WRAPPER,
+    "filter_output_hidden_states": WRAPPER,
 }
-
 
 def _decorator_name(dec: cst.Decorator) -> tuple[str, cst.Call | None]:
     node = dec.decorator
@@ -94,23 +90,21 @@ def unsupported_decorators(names: list[str]) -> list[str]:
     return [n for n in names if base_name(n) not in MODELS]
 
 
-def decorator_kwargs(decorator: str) -> dict[str, Any]:
-    """Keyword arguments of a decorator call, for literal values (e.g. `tie_last_hidden_states=False`)."""
-    import ast
-
-    _, _, rest = decorator.partition("(")
-    if not rest:
-        return {}
-    call = ast.parse(f"f({rest}", mode="eval").body
-    return {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
-
-
 # ----- run-time helpers (called from emitted code) ----------------------------------------------
 
 
-def _stand_in(fn: Callable, body: Callable) -> Callable:
-    import inspect
+class DecoratorMismatch(RuntimeError):
+    """A decorator's wrapper does not behave as the model of docs/decorators.md requires."""
 
+
+class _Suspend(BaseException):
+    """Raised by the probe to stop a wrapper at its call of the function (not caught by `except Exception`)."""
+
+
+_ABSENT = object()
+
+
+def _stand_in(fn: Callable, body: Callable) -> Callable:
     body.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
     body.__name__ = fn.__name__
     body.__qualname__ = fn.__qualname__
@@ -121,149 +115,144 @@ def _call(wrapped: Callable, self: Any, kw: dict) -> Any:
     return wrapped(self, **kw) if self is not None else wrapped(**kw)
 
 
-def kwargs_decorator_enter(self: Any, kw: dict, decorator: Callable, fn: Callable) -> None:
-    """Rewrite the call's keywords exactly as a keywords-only decorator does.
-
-    The real decorator object wraps a probe with the decorated function's
-    signature; calling the probe returns the keywords the function would get.
-    """
-    rewritten = _call(decorator(_stand_in(fn, lambda *args, **kwargs: kwargs)), self, kw)
-    kw.clear()
-    kw.update(rewritten)
-
-
-def replay_enter(self: Any, kw: dict, decorator: Callable, fn: Callable) -> tuple:
-    """Keywords as the decorator passes them on; the state keeps the call's own for `replay_exit`."""
-    passed = dict(kw)
-    kwargs_decorator_enter(self, kw, decorator, fn)
-    return passed, decorator, fn
-
-
-def replay_exit(self: Any, state: tuple, output: Any) -> Any:
-    """The decorator's result: the real decorator called again, around a stand-in returning `output`."""
-    passed, decorator, fn = state
-    return _call(decorator(_stand_in(fn, lambda *args, **kwargs: output)), self, passed)
-
-
-def can_return_tuple_enter(self: Any, kw: dict) -> bool:
-    return_dict = self.config.return_dict if hasattr(self, "config") else True
-    passed = kw.pop("return_dict", return_dict)
-    if passed is not None:
-        return_dict = passed
-    return return_dict
-
-
-def can_return_tuple_exit(self: Any, return_dict: bool, output: Any) -> Any:
-    if not return_dict and not isinstance(output, tuple):
-        output = output.to_tuple()
-    return output
-
-
-_CONFIG_DEFAULTS = ("use_cache", "vision_feature_layer", "vision_feature_select_strategy", "vision_aspect_ratio")
-
-
-def merge_with_config_defaults_enter(self: Any, kw: dict) -> tuple:
-    """Fill `use_cache` & co. from the config when not passed; set `is_causal` on the config for the call."""
-    for name in _CONFIG_DEFAULTS:
-        value = kw.get(name)
-        if value is None:
-            value = getattr(self.config, name, None)
-        if value is None:
-            continue
-        if name == "use_cache":
-            if getattr(self, "gradient_checkpointing", False) and self.training and value:
-                value = False
-        elif name == "vision_feature_select_strategy" and value not in ("default", "full"):
-            raise ValueError(f"`Unexpected select feature strategy: {value}. Please select from ['default', 'full'].")
-        kw[name] = value
-    is_causal = kw.get("is_causal", getattr(self.config, "is_causal", None))
-    saved = None
-    if is_causal is not None:
-        in_config = hasattr(self.config, "is_causal")
-        saved = (in_config, self.config.is_causal if in_config else None)
-        self.config.is_causal = is_causal
-        kw["is_causal"] = is_causal
-    return (is_causal, saved)
-
-
-def merge_with_config_defaults_exit(self: Any, state: tuple, output: Any) -> Any:
-    is_causal, saved = state
-    if is_causal is not None:
-        in_config, value = saved
-        if in_config:
-            self.config.is_causal = value
-        else:
-            del self.config.is_causal
-    return output
+def _watched(self: Any) -> list:
+    """The objects whose attributes a wrapper may set for the length of the call: `self` and its config."""
+    out = []
+    for obj in (self, getattr(self, "config", None)):
+        if obj is not None and hasattr(obj, "__dict__") and all(obj is not o for o in out):
+            out.append(obj)
+    return out
 
 
 @dataclass
-class CaptureState:
-    return_dict: Any
-    collected: dict
-    tie_last_hidden_states: bool
+class WrapperState:
+    """What a wrapper did before its call of the function, kept for the subgraphs that run the body."""
+
+    where: str
+    passed: dict  # the keywords the wrapper was called with
+    context: dict  # context variable -> the value the wrapper set
+    attributes: list  # (object, attribute, value or _ABSENT) the wrapper set or deleted
 
 
-def capture_outputs_enter(self: Any, kw: dict, tie_last_hidden_states: bool = True) -> CaptureState:
-    from transformers.utils import output_capturing as oc
+def _run_to_call(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> tuple[dict, dict, list]:
+    """Run the real wrapper up to its call of the function; the keywords, context and attributes it had then."""
+    watched = _watched(self)
+    before = [dict(vars(o)) for o in watched]
+    context_before = contextvars.copy_context()
+    seen: list = []
 
-    return_dict = kw.pop("return_dict", getattr(self.config, "return_dict", True))
-    flags = oc._CAN_RECORD_REGISTRY.get(self)
-    keys = {f"output_{k}": kw.get(f"output_{k}", getattr(self.config, f"output_{k}", False)) for k in flags}
-    if "cross_attentions" in flags:
-        keys["output_cross_attentions"] = kw.get("output_attentions", getattr(self.config, "output_attentions", False))
-    if "mask_decoder_attentions" in flags:
-        keys["output_mask_decoder_attentions"] = kw.get(
-            "output_attentions", getattr(self.config, "output_attentions", False)
-        )
-    collected = {k.replace("output_", ""): [] for k, v in keys.items() if v}
-    selected = oc.selected_hidden_states(keys.get("output_hidden_states"))
-    if selected is not None:
-        collected["_hidden_states_layers"] = oc.resolve_hidden_states_indices(self, selected)
-    if collected:
-        oc.maybe_install_capturing_hooks(self)
-    return CaptureState(return_dict, collected, tie_last_hidden_states)
+    def probe(*args: Any, **kwargs: Any) -> Any:
+        context = contextvars.copy_context()
+        changed = {v: context[v] for v in context if context_before.get(v, _ABSENT) is not context[v]}
+        attributes = []
+        for obj, old in zip(watched, before):
+            now = vars(obj)
+            for key in sorted(set(old) | set(now)):
+                if old.get(key, _ABSENT) is not now.get(key, _ABSENT):
+                    attributes.append((obj, key, now.get(key, _ABSENT)))
+        seen.append((args, kwargs, changed, attributes))
+        raise _Suspend
+
+    try:
+        _call(decorator(_stand_in(fn, probe)), self, kw)
+    except _Suspend:
+        pass
+    if len(seen) != 1:
+        raise DecoratorMismatch(f"{where}: the decorator's wrapper did not call the function exactly once")
+    args, kwargs, context, attributes = seen[0]
+    if args[1 if self is not None else 0 :]:
+        raise DecoratorMismatch(f"{where}: the decorator's wrapper passes positional arguments to the function")
+    return kwargs, context, attributes
 
 
-class collecting:
-    """Make the output collector of a capture_outputs call active while a subgraph runs part of its body."""
+def wrapper_enter(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> WrapperState:
+    """Run the wrapper's part before the call; `kw` becomes the keywords it passes to the function."""
+    passed = dict(kw)
+    kwargs, context, attributes = _run_to_call(self, kw, decorator, fn, where)
+    kw.clear()
+    kw.update(kwargs)
+    return WrapperState(where, passed, context, attributes)
 
-    __slots__ = ("collected", "token")
-    _var = None
 
-    def __init__(self, state: CaptureState) -> None:
-        self.collected = state.collected
-        if collecting._var is None:
-            from transformers.utils.output_capturing import _active_collector
+def predict_keywords(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> dict:
+    """The keywords the wrapper passes on, for what emission knows about the call's keywords.
 
-            collecting._var = _active_collector
+    Values emission does not know exactly travel as opaque placeholders and come back as they were.
+    """
+    held = {k: _Held(v) if not _plain(v) else v for k, v in kw.items()}
+    kwargs, _, _ = _run_to_call(self, held, decorator, fn, where)
+    return {k: v.value if isinstance(v, _Held) else v for k, v in kwargs.items()}
+
+
+class _Held:
+    """A keyword value emission knows only abstractly (present, of some shape, unknown)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _plain(value: object) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    return isinstance(value, (tuple, list)) and all(_plain(v) for v in value)
+
+
+class wrapper_scope:
+    """Re-apply what a wrapper set for the call while a subgraph runs part of the body."""
+
+    __slots__ = ("state", "tokens", "saved")
+
+    def __init__(self, state: WrapperState) -> None:
+        self.state = state
 
     def __enter__(self) -> None:
-        self.token = collecting._var.set(self.collected)
+        self.saved = []
+        for obj, key, value in self.state.attributes:
+            attrs = vars(obj)
+            self.saved.append((obj, key, attrs.get(key, _ABSENT)))
+            _put(attrs, key, value)
+        self.tokens = [(var, var.set(value)) for var, value in self.state.context.items()]
 
     def __exit__(self, *exc: object) -> None:
-        collecting._var.reset(self.token)
+        for var, token in reversed(self.tokens):
+            var.reset(token)
+        for obj, key, value in reversed(self.saved):
+            _put(vars(obj), key, value)
 
 
-def capture_outputs_exit(self: Any, state: CaptureState, outputs: Any) -> Any:
-    collected = state.collected
-    collected.pop("_hidden_states_layers", None)
-    for key in collected:
-        if key == "hidden_states":
-            tie_last = getattr(self.config, "tie_last_hidden_states", None)
-            tie_last = state.tie_last_hidden_states if tie_last is None else tie_last
-            if not tie_last or not collected[key] or collected[key][-1] is None:
-                pass
-            elif hasattr(outputs, "vision_hidden_states"):
-                collected[key] = collected[key][:-1]
-                collected[key].append(outputs.vision_hidden_states)
-            elif hasattr(outputs, "last_hidden_state"):
-                collected[key] = collected[key][:-1]
-                collected[key].append(outputs.last_hidden_state)
-        outputs[key] = tuple(collected[key])
-    if state.return_dict is False:
-        outputs = outputs.to_tuple()
-    return outputs
+def _put(attrs: dict, key: str, value: object) -> None:
+    if value is _ABSENT:
+        attrs.pop(key, None)
+    else:
+        attrs[key] = value
+
+
+def wrapper_exit(self: Any, state: WrapperState, output: Any, decorator: Callable, fn: Callable) -> Any:
+    """The wrapper's result: the real wrapper called again, with the same keywords, around the body's result."""
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        context = contextvars.copy_context()
+        for var, kept in state.context.items():
+            fresh = context.get(var, _ABSENT)
+            if fresh is not kept and fresh is not _ABSENT:
+                _transfer(fresh, kept, state.where)
+        return output
+
+    return _call(decorator(_stand_in(fn, stand_in)), self, dict(state.passed))
+
+
+def _transfer(fresh: Any, kept: Any, where: str) -> None:
+    """Give the container a wrapper published for this call what the body added to the first one."""
+    if isinstance(fresh, dict) and isinstance(kept, dict):
+        fresh.clear()
+        fresh.update(kept)
+    elif isinstance(fresh, list) and isinstance(kept, list):
+        fresh[:] = kept
+    elif kept is not None:
+        raise DecoratorMismatch(f"{where}: the decorator keeps a {type(kept).__name__} in a context variable, "
+                                "which staticexec can't carry between subgraphs")
 
 
 class AutogradContext:
@@ -284,14 +273,6 @@ class AutogradContext:
 
     def set_materialize_grads(self, value: bool) -> None:
         pass
-
-
-HELPERS: dict[str, Callable] = {
-    name: globals()[name]
-    for model in MODELS.values()
-    for name in (model.enter, model.exit, model.scope)
-    if name
-}
 
 
 class BranchMismatch(RuntimeError):

@@ -25,7 +25,7 @@ import libcst as cst
 from . import decorators as deco
 from .callgraph import calls_in, node_id
 from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value
-from .messages import DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
+from .messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
 from .plan import Plan, _blocks, exits
 from .source import ClassRef, FunctionRef, load_file, parse_function
 from .cut import Step, build_subgraphs
@@ -433,28 +433,23 @@ class Emitter:
         decorators = frame.entry.get("decorators", [])
         self_name = fn.params.params[0].name.value if frame.entry["self_class"] is not None else None
         self_var = frame.local(self_name) if self_name else "None"
-        for i, name in enumerate(decorators):
-            model = deco.MODELS[deco.base_name(name)]
-            if model.enter is None:
-                continue
+        wrappers = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.WRAPPER]
+        if wrappers:
+            self._check_wrapper_chain(frame, len(wrappers))
+        for i in wrappers:
             state = f"dec{i}__{frame.index}"
-            extra = ""
-            if model.enter == "merge_with_config_defaults_enter":
-                self._merge_defaults(frame, kw_values)
-            elif model.enter == "capture_outputs_enter":
-                kwargs = deco.decorator_kwargs(name)
-                if "tie_last_hidden_states" in kwargs:
-                    extra = f", tie_last_hidden_states={kwargs['tie_last_hidden_states']!r}"
-                kw_values.pop("return_dict", None)
-            elif model.enter == "can_return_tuple_enter":
-                kw_values.pop("return_dict", None)
-            elif model.probe:
-                extra = ", " + self._probe_arguments(frame, i)
-            self._add(frame, f"{state} = {RUNTIME}.{model.enter}({self_var}, {kw}{extra})\n", start)
-            if model.exit:
-                frame.exits.insert(0, (model, state, self_var))
-            if model.scope:
-                frame.scopes = frame.scopes + (f"{RUNTIME}.{model.scope}({state})",)
+            d_alias, f_alias, decorator, function = self._decorator_objects(frame, i)
+            where = self._origin(frame, start)
+            try:
+                predicted = deco.predict_keywords(frame.self_obj, dict(kw_values), decorator, function, where)
+            except Exception as exc:  # the wrapper refused what emission knows of the call
+                raise Refused([DecoratorMismatch(frame.entry["path"], start, f"@{decorators[i]} could not run on "
+                                                    f"the call's keywords: {type(exc).__name__}: {exc}")]) from exc
+            kw_values.clear()
+            kw_values.update(predicted)
+            self._add(frame, f"{state} = {RUNTIME}.wrapper_enter({self_var}, {kw}, {d_alias}, {f_alias}, {where!r})\n", start)
+            frame.exits.insert(0, (state, self_var, d_alias, f_alias))
+            frame.scopes = frame.scopes + (f"{RUNTIME}.wrapper_scope({state})",)
         params = fn.params
         plain = list(params.posonly_params) + list(params.params)
         if self_name:
@@ -490,30 +485,38 @@ class Emitter:
             if isinstance(star, cst.Param):
                 frame.defined.add(star.name.value)
 
-    def _probe_arguments(self, frame: Frame, index: int) -> str:
+    def _decorator_objects(self, frame: Frame, index: int) -> tuple[str, str, Any, Any]:
         """Globals holding a decorator object (its expression evaluated as the module did on import)
-        and the undecorated function, for kwargs_decorator_enter."""
+        and the undecorated function."""
         expression = _code(frame.fn.decorators[index].decorator).strip()
         decorator = eval(compile(expression, frame.entry["path"], "eval"), frame.module_globals)  # noqa: S307
         function = _import_object(FunctionRef.parse(frame.entry["function"]))
         d_alias, f_alias = f"decorator__{frame.index}_{index}", f"function__{frame.index}"
         self.globals[d_alias] = decorator
         self.globals[f_alias] = function
-        return f"{d_alias}, {f_alias}"
+        return d_alias, f_alias, decorator, function
 
-    def _merge_defaults(self, frame: Frame, kw_values: dict[str, object]) -> None:
-        config = getattr(frame.self_obj, "config", None)
-        for name in deco._CONFIG_DEFAULTS:
-            value = kw_values.get(name)
-            if value is None:
-                value = getattr(config, name, None)
-            if value is None:
-                continue
-            if is_present(value):
-                continue
-            if name == "use_cache" and getattr(frame.self_obj, "gradient_checkpointing", False) and frame.self_obj.training:
-                value = False
-            kw_values[name] = value
+    def _check_wrapper_chain(self, frame: Frame, wrappers: int) -> None:
+        """The running function must be the analysed one under exactly its wrapper decorators.
+
+        Each wrapper in the table sets `__wrapped__` (functools.wraps); a decorator that wraps
+        without it, or one of an inert name that wraps after all, shows up as another count.
+        """
+        ref = FunctionRef.parse(frame.entry["function"])
+        obj: Any = importlib.import_module(ref.module)
+        for part in ref.qualname.split("."):
+            obj = inspect.getattr_static(obj, part) if isinstance(obj, type) else getattr(obj, part)
+        if isinstance(obj, (staticmethod, classmethod)):
+            obj = obj.__func__
+        links = 0
+        while hasattr(obj, "__wrapped__") and links <= wrappers:
+            obj = obj.__wrapped__
+            links += 1
+        if links != wrappers:
+            names = ", ".join(f"@{n}" for n in frame.entry.get("decorators", []))
+            raise Refused([DecoratorMismatch(frame.entry["path"], frame.entry["lines"][0],
+                                                f"{ref.qualname} ({names}) runs under {links} wrapper(s), "
+                                                f"the source declares {wrappers}")])
 
     def _default(self, frame: Frame, param: cst.Param) -> tuple[str, object]:
         code = _code(param.default).strip()
@@ -533,8 +536,9 @@ class Emitter:
         line = frame.entry["lines"][1]
         if not frame.returned:
             self._add(frame, f"{frame.result} = None\n", line)
-        for model, state, self_var in frame.exits:
-            self._add(frame, f"{frame.result} = {RUNTIME}.{model.exit}({self_var}, {state}, {frame.result})\n", line)
+        for state, self_var, d_alias, f_alias in frame.exits:
+            self._add(frame, f"{frame.result} = {RUNTIME}.wrapper_exit({self_var}, {state}, {frame.result}, "
+                             f"{d_alias}, {f_alias})\n", line)
 
     # ----- statements ----------------------------------------------------------------------
 

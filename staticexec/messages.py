@@ -61,6 +61,11 @@ class UnsupportedDecorator(Message):
     template = "a reaching function has a decorator with no model in docs/decorators.md: {detail}"
 
 
+class DecoratorMismatch(Message):
+    kind = "decorator-mismatch"
+    template = "a decorator does not behave as docs/decorators.md models it: {detail}"
+
+
 class InstanceMismatch(Message):
     kind = "instance-mismatch"
     template = "the model instance does not match the plan: {detail}"

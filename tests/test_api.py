@@ -134,3 +134,19 @@ def test_a_folder_of_plans_is_used_when_current(llama, tmp_path, monkeypatch):
     (tmp_path / "LlamaForCausalLM.json").write_text(json.dumps(doc))
     with pytest.raises(AssertionError, match="analysed"):  # stale: falls back to the analysis
         staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))
+
+
+@pytest.mark.parametrize("extra", [{}, {"output_hidden_states": True},
+                                   {"output_hidden_states": True, "output_attentions": True, "return_dict": False}])
+def test_decorators_run_for_real_around_the_chain(extra):
+    """capture_outputs, merge_with_config_defaults and can_return_tuple are the installed release's own
+    wrappers: collected hidden states and attentions, and the tuple form, equal the model's."""
+    from staticexec import tiny
+    from staticexec.verify import compare
+
+    model = tiny.build_tiny_model("LlamaForCausalLM", attn_implementation="eager")
+    sample = dict(tiny.sample_inputs(model), **extra)
+    with torch.no_grad():
+        expected = model(**sample)
+        out = staticexec.run_subgraphs(model, staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"]), sample)
+    assert compare(expected, out) == ""

@@ -113,6 +113,16 @@ def _llava_config():
                        image_token_id=VOCAB - 1, vocab_size=VOCAB)
 
 
+IMAGE_TOKENS = 16  # (32 / 8) ** 2 patches, the CLS feature dropped
+
+
+def _llava_image_data() -> dict[str, list]:
+    g = torch.Generator().manual_seed(4)
+    ids = [[VOCAB - 1] * IMAGE_TOKENS + row[:8] for row in _tokens(low=3)]
+    pixels = [torch.randn(3, 32, 32, generator=g).tolist() for _ in range(SAMPLES)]
+    return {"input_ids": ids, "pixel_values": pixels}
+
+
 LLAVA_IGNORE = ["lm_head", "re:.*vision_tower.*", "re:.*multi_modal_projector.*"]
 
 CASES = {
@@ -127,6 +137,9 @@ CASES = {
                     ["WhisperEncoderLayer", "WhisperDecoderLayer"], input_names=["input_features", "decoder_input_ids"]),
     "llava_text": Case("llava_text", _llava_config, "LlavaForConditionalGeneration", _text, ["LlamaDecoderLayer"],
                        ignore=LLAVA_IGNORE),
+    "llava_image": Case("llava_image", _llava_config, "LlavaForConditionalGeneration", _llava_image_data,
+                        ["LlamaDecoderLayer", "CLIPEncoderLayer"],
+                        input_names=["input_ids", "attention_mask", "pixel_values"]),
 }
 
 

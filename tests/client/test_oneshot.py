@@ -54,6 +54,7 @@ T5_CACHE_TWICE = "the second run of a subgraph grows the EncoderDecoderCache it 
         "qwen3_moe",
         "gpt2",
         "llava_text",
+        "llava_image",  # vision and text layers as targets; llm-compressor's own tracer fails here
         pytest.param("bart", marks=pytest.mark.xfail(reason=KEYERROR_TRAINING_BRANCH, strict=False)),
         pytest.param("whisper", marks=pytest.mark.xfail(reason=KEYERROR_TRAINING_BRANCH, strict=False)),
         pytest.param("t5", marks=pytest.mark.xfail(reason=T5_CACHE_TWICE, strict=False)),

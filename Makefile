@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TRANSFORMERS_VERSION := $(shell sed -n 's/^transformers==//p' constraints.txt)
 
-.PHONY: install test verify coverage plans bench clean
+.PHONY: install test verify coverage plans bench clean client-install client
 
 install: $(STAMP)
 
@@ -36,8 +36,27 @@ coverage: install
 plans: install
 	$(BIN)/staticexec plan --all --out fixtures/plans/transformers-$(TRANSFORMERS_VERSION)
 
+# A second environment with the real client: llm-compressor 0.14 needs transformers<=5.17.
+CLIENT_VENV := .venv-client
+CLIENT_BIN := $(CLIENT_VENV)/bin
+CLIENT_STAMP := $(CLIENT_VENV)/.installed
+
+client-install: $(CLIENT_STAMP)
+
+$(CLIENT_STAMP): pyproject.toml constraints-client.txt
+	$(PY) -m venv $(CLIENT_VENV)
+	$(CLIENT_BIN)/pip install -q --upgrade pip
+	$(CLIENT_BIN)/pip install -q torch==2.13.0
+	$(CLIENT_BIN)/pip install -q -c constraints-client.txt llmcompressor==0.14.0.1 transformers==5.17.0
+	$(CLIENT_BIN)/pip install -q -c constraints-client.txt -e '.[test]'
+	touch $(CLIENT_STAMP)
+
+# end-to-end runs of llm-compressor's oneshot with staticexec's subgraphs (tests/client)
+client: client-install
+	$(CLIENT_BIN)/pytest -q -m client tests/client
+
 bench: install
 	$(BIN)/python benchmarks/emit_and_run.py --out docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .staticexec-cache
+	rm -rf $(VENV) $(CLIENT_VENV) .pytest_cache .staticexec-cache

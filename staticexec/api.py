@@ -13,6 +13,7 @@ from .plan import SCHEMA_VERSION, Plan, build_plan
 from .resolve import Resolver
 from .run import Subgraph, run_subgraphs
 from .source import ClassRef, FunctionRef, function_source_hash, load_module
+from .targets import select_targets
 from .values import Container, Instance
 
 __all__ = ["analyse", "analyse_architecture", "default_targets", "load_plan", "subgraphs", "run_subgraphs", "Subgraph"]
@@ -145,36 +146,36 @@ def _class_ref(cls: type) -> ClassRef:
     return ClassRef(cls.__module__, cls.__qualname__)
 
 
-def subgraphs(model: Any, sample_input: dict, sequential_targets: list[str] | None, ignore: list[str] | None = None,
+def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str] | None = None,
+              ignore: list[str] | None = None, targets_per_subgraph: int = 1, *,
               plan: Plan | str | os.PathLike | None = None) -> list[Subgraph]:
-    """Split `model`'s forward into one subgraph per target call (drop-in for `trace_subgraphs`).
+    """Split `model`'s forward into subgraphs, `targets_per_subgraph` target calls each.
 
-    `plan` is a Plan, a plan file (validated; a stale or malformed one is refused), or a folder of
-    committed plans (the model's plan is used when it is current, else the analysis runs).
+    The positional arguments are those of llm-compressor's `trace_subgraphs`. Targets are
+    class names, module names or `re:` patterns (`staticexec.targets`); those that match no
+    module are skipped with one warning line, and none matching is a UsageError.
+    `plan` is a Plan, a plan file (validated; a stale or malformed one is refused), or a folder
+    of committed plans (the model's plan is used when it is current, else the analysis runs).
     `ignore` is accepted for compatibility and has no meaning here: nothing is traced.
     """
     del ignore
+    targets = select_targets(model, sequential_targets).classes if sequential_targets else None
     if plan is not None and not isinstance(plan, (Plan, dict)) and os.path.isdir(plan):
-        plan = _committed_plan(os.fspath(plan), model, sequential_targets)
+        plan = _committed_plan(os.fspath(plan), model, targets)
     if plan is not None:
         loaded = load_plan(plan)
     else:
-        targets = sorted(set(sequential_targets or []))
-        held = {type(m).__name__ for m in model.modules()}
-        unknown = [t for t in targets if t not in held]
-        if unknown:
-            raise UsageError(f"no module of class {', '.join(unknown)} in {type(model).__name__}")
-        key = (_class_ref(type(model)), tuple(targets), _config_key(model))
+        key = (_class_ref(type(model)), tuple(targets or ()), _config_key(model))
         loaded = _PLANS.get(key)
         if loaded is None:
-            loaded = analyse(key[0], targets or None, config=getattr(model, "config", None),
+            loaded = analyse(key[0], list(targets) if targets else None, config=getattr(model, "config", None),
                              architecture=type(model).__name__,
                              model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
             _PLANS[key] = loaded
-    return Emitter(loaded, model, sample_input).emit()
+    return Emitter(loaded, model, sample_input).emit(targets_per_subgraph)
 
 
-def _committed_plan(folder: str, model: Any, targets: list[str] | None) -> Plan | None:
+def _committed_plan(folder: str, model: Any, targets: tuple[str, ...] | None) -> Plan | None:
     """The plan for this model in a folder of committed plans, if it is current; else None (analyse)."""
     path = os.path.join(folder, f"{type(model).__name__}.json")
     if not os.path.exists(path):
@@ -183,7 +184,7 @@ def _committed_plan(folder: str, model: Any, targets: list[str] | None) -> Plan 
         plan = load_plan(path)
     except UsageError:  # stale or malformed: the analysis runs instead
         return None
-    if targets and sorted(set(targets)) != plan.targets:
+    if targets and sorted(targets) != plan.targets:
         return None
     model_type = getattr(getattr(model, "config", None), "model_type", None)
     if model_type and plan.doc.get("model_types") and model_type not in plan.doc["model_types"]:

@@ -1,12 +1,14 @@
 """Cut the emitted straight-line program before each target call.
 
 Subgraph 0 runs everything before the first target call; subgraph k runs
-target call k and what follows it up to target call k+1. Names flow between
+target call k and what follows it up to target call k+1 (or N target calls and
+what follows them, with `targets_per_subgraph=N`). Names flow between
 subgraphs by name: a subgraph's inputs are the names it reads before it
 assigns them; its outputs are the names it assigns or receives that a later
 subgraph reads. Every output is always returned: a name bound only on some
 paths is returned as `UNBOUND` where it is not, so each input name of a later
-subgraph exists, whatever branch ran (the contract of docs/subgraph-contract.md). Modules are never passed between subgraphs: each subgraph binds the
+subgraph exists, whatever branch ran (the contract of docs/subgraph-contract.md).
+Modules are never passed between subgraphs: each subgraph binds the
 modules it uses from the model (`self__1 = self.model`).
 """
 
@@ -105,19 +107,28 @@ class Piece:
     definite_outputs: set[str] = field(default_factory=set)  # surely bound when the piece ends
 
 
-def cut(steps: list[Step]) -> list[Piece]:
+def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
+    """Piece 0 runs what precedes the first target call; each later piece starts at a target call
+    and holds `targets_per_subgraph` consecutive ones (llm-compressor's partition)."""
+    if targets_per_subgraph < 1:
+        raise ValueError("targets_per_subgraph must be at least 1")
     pieces = [Piece([])]
+    seen = 0
     for step in steps:
         if step.target is not None:
-            pieces.append(Piece([]))
+            if len(pieces) == 1 or seen == targets_per_subgraph:
+                pieces.append(Piece([]))
+                seen = 0
+            seen += 1
         pieces[-1].steps.append(step)
     return pieces
 
 
-def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str) -> list:
+def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str,
+                    targets_per_subgraph: int = 1) -> list:
     from .run import Subgraph
 
-    pieces = cut(steps)
+    pieces = cut(steps, targets_per_subgraph)
     defined = set(input_names)  # names that exist before a piece runs, surely
     maybe_defined: set[str] = set()
     for piece in pieces:

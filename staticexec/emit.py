@@ -322,7 +322,7 @@ class Emitter:
 
     # ----- entry point ---------------------------------------------------------------------
 
-    def emit(self) -> list:
+    def emit(self, targets_per_subgraph: int = 1) -> list:
         root = self.plan.function(self.plan.root)
         if root is None:
             raise Refused([InstanceMismatch("", 0, f"the plan has no analysis of its root {self.plan.root}")])
@@ -343,6 +343,7 @@ class Emitter:
             output_name=OUTPUT,
             globals_=self.globals,
             title=self.plan.architecture,
+            targets_per_subgraph=targets_per_subgraph,
         )
         install_tripwires([m for _, m in outermost_targets(self.model, self.targets)])
         return chain

@@ -179,16 +179,23 @@ class Subgraph:
                 best = origin
         return best
 
-    def submodules(self, model: Any, recurse: bool = True) -> set:
-        """The modules this subgraph calls (its targets and the module attributes it uses); with
-        `recurse`, everything below them too, as llm-compressor's Subgraph gives."""
-        out: set = set()
+    def submodules(self, model: Any, recurse: bool = True) -> list:
+        """The modules this subgraph calls (its targets and any module attribute it uses), in call order;
+        with `recurse` (the default, as llm-compressor's Subgraph) each followed by all modules below it."""
+        direct = []
         for path in self.module_paths:
             try:
-                module = model.get_submodule(path)
+                direct.append(model.get_submodule(path))
             except AttributeError:
                 continue
-            out.update(module.modules() if recurse else [module])
+        if not recurse:
+            return direct
+        out, seen = [], set()
+        for module in direct:
+            for sub in module.modules():
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    out.append(sub)
         return out
 
 

@@ -1,0 +1,262 @@
+"""Tiny models and calibration data for llm-compressor's `oneshot`, built offline from config classes.
+
+Each case is a random model of hidden size 128 and 2 layers per stack, saved with a
+word-level tokenizer to a folder and loaded back with `from_pretrained` (oneshot reads
+the config from `name_or_path`), plus a few random calibration samples as a
+`datasets.Dataset`. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+VOCAB = 256
+HIDDEN = 128
+SAMPLES = 4
+SEQ = 16
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    config: Callable[[], Any]
+    model_class: str
+    data: Callable[[], dict[str, list]]
+    sequential_targets: list[str] | None  # None: the pipeline's default, the model's _no_split_modules
+    ignore: list[str] = field(default_factory=lambda: ["lm_head"])
+    quant_targets: list[str] = field(default_factory=lambda: ["Linear"])
+    input_names: list[str] = field(default_factory=lambda: ["input_ids", "attention_mask"])  # "already tokenized"
+
+
+def _tokens(n: int = SAMPLES, seq: int = SEQ, seed: int = 1, low: int = 3) -> list[list[int]]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(low, VOCAB, (seq,), generator=g).tolist() for _ in range(n)]
+
+
+def _text() -> dict[str, list]:
+    return {"input_ids": _tokens()}
+
+
+def _seq2seq() -> dict[str, list]:
+    return {"input_ids": _tokens(), "decoder_input_ids": _tokens(seq=8, seed=2)}
+
+
+def _llama_config(**extra: Any):
+    from transformers import LlamaConfig
+
+    return LlamaConfig(hidden_size=HIDDEN, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                       num_key_value_heads=2, vocab_size=VOCAB, max_position_embeddings=64, **extra)
+
+
+def _qwen3_moe_config():
+    from transformers import Qwen3MoeConfig
+
+    return Qwen3MoeConfig(hidden_size=HIDDEN, intermediate_size=256, moe_intermediate_size=128, num_experts=4,
+                          num_experts_per_tok=2, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                          head_dim=32, vocab_size=VOCAB, max_position_embeddings=64)
+
+
+def _gpt2_config():
+    from transformers import GPT2Config
+
+    return GPT2Config(n_embd=HIDDEN, n_layer=2, n_head=4, vocab_size=VOCAB, n_positions=64)
+
+
+def _bart_config():
+    from transformers import BartConfig
+
+    return BartConfig(d_model=HIDDEN, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                      decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256, vocab_size=VOCAB,
+                      max_position_embeddings=64, pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                      decoder_start_token_id=2)
+
+
+def _t5_config():
+    from transformers import T5Config
+
+    return T5Config(d_model=HIDDEN, d_kv=32, d_ff=256, num_layers=2, num_decoder_layers=2, num_heads=4,
+                    vocab_size=VOCAB, decoder_start_token_id=0, pad_token_id=0)
+
+
+MEL_BINS = 16
+SOURCE_POSITIONS = 16
+
+
+def _whisper_config():
+    from transformers import WhisperConfig
+
+    return WhisperConfig(d_model=HIDDEN, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                         decoder_attention_heads=4, encoder_ffn_dim=256, decoder_ffn_dim=256, vocab_size=VOCAB,
+                         num_mel_bins=MEL_BINS, max_source_positions=SOURCE_POSITIONS, max_target_positions=64,
+                         pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=0,
+                         suppress_tokens=[], begin_suppress_tokens=[])
+
+
+def _whisper_data() -> dict[str, list]:
+    g = torch.Generator().manual_seed(3)
+    features = [torch.randn(MEL_BINS, 2 * SOURCE_POSITIONS, generator=g).tolist() for _ in range(SAMPLES)]
+    return {"input_features": features, "decoder_input_ids": _tokens(seq=8, seed=2)}
+
+
+def _llava_config():
+    from transformers import CLIPVisionConfig, LlavaConfig
+
+    vision = CLIPVisionConfig(hidden_size=HIDDEN, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                              image_size=32, patch_size=8, projection_dim=HIDDEN)
+    return LlavaConfig(vision_config=vision, text_config=_llama_config().to_dict() | {"model_type": "llama"},
+                       image_token_id=VOCAB - 1, vocab_size=VOCAB)
+
+
+IMAGE_TOKENS = 16  # (32 / 8) ** 2 patches, the CLS feature dropped
+
+
+def _llava_image_data() -> dict[str, list]:
+    g = torch.Generator().manual_seed(4)
+    ids = [[VOCAB - 1] * IMAGE_TOKENS + row[:8] for row in _tokens(low=3)]
+    pixels = [torch.randn(3, 32, 32, generator=g).tolist() for _ in range(SAMPLES)]
+    return {"input_ids": ids, "pixel_values": pixels}
+
+
+LLAVA_IGNORE = ["lm_head", "re:.*vision_tower.*", "re:.*multi_modal_projector.*"]
+
+CASES = {
+    "llama": Case("llama", _llama_config, "LlamaForCausalLM", _text, ["LlamaDecoderLayer"]),
+    "qwen3_moe": Case("qwen3_moe", _qwen3_moe_config, "Qwen3MoeForCausalLM", _text, ["Qwen3MoeDecoderLayer"],
+                      ignore=["lm_head", "re:.*mlp.gate$"]),
+    # compressed-tensors quantizes Linear and Embedding only, not GPT-2's Conv1D: GPTQ quantizes lm_head
+    "gpt2": Case("gpt2", _gpt2_config, "GPT2LMHeadModel", _text, ["GPT2Block"], ignore=[]),
+    "bart": Case("bart", _bart_config, "BartForConditionalGeneration", _seq2seq, None),
+    "t5": Case("t5", _t5_config, "T5ForConditionalGeneration", _seq2seq, ["T5Block"]),
+    "whisper": Case("whisper", _whisper_config, "WhisperForConditionalGeneration", _whisper_data,
+                    ["WhisperEncoderLayer", "WhisperDecoderLayer"], input_names=["input_features", "decoder_input_ids"]),
+    "llava_text": Case("llava_text", _llava_config, "LlavaForConditionalGeneration", _text, ["LlamaDecoderLayer"],
+                       ignore=LLAVA_IGNORE),
+    "llava_image": Case("llava_image", _llava_config, "LlavaForConditionalGeneration", _llava_image_data,
+                        ["LlamaDecoderLayer", "CLIPEncoderLayer"],
+                        input_names=["input_ids", "attention_mask", "pixel_values"]),
+}
+
+
+def tokenizer(input_names: list[str] | None = None):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordLevel({f"t{i}": i for i in range(VOCAB)}, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", pad_token="t0",
+                                   model_input_names=input_names or ["input_ids", "attention_mask"])
+
+
+def load(case: Case, folder: str):
+    """A seeded random model of the case, saved and loaded back (oneshot reads `name_or_path`)."""
+    import transformers
+
+    cls = getattr(transformers, case.model_class)
+    torch.manual_seed(0)
+    cls(case.config()).eval().save_pretrained(folder)
+    tokenizer(case.input_names).save_pretrained(folder)
+    return cls.from_pretrained(folder, dtype=torch.float32).eval()
+
+
+@dataclass
+class Run:
+    model: Any
+    seconds: float
+    trace_seconds: float
+
+
+def oneshot_run(case: Case, staticexec: bool, recipe: Any = None, **kwargs: Any) -> Run:
+    """`oneshot` with the sequential pipeline, through staticexec's subgraphs or llm-compressor's tracer."""
+    from datasets import Dataset
+    from llmcompressor import oneshot
+    from llmcompressor.modifiers.quantization import GPTQModifier
+    from llmcompressor.pipelines.sequential import pipeline
+
+    if recipe is None:
+        recipe = GPTQModifier(scheme="W4A16", targets=case.quant_targets, ignore=case.ignore)
+    with tempfile.TemporaryDirectory() as folder:
+        model = load(case, folder)
+        timed = _Timed(pipeline)
+        if staticexec:
+            from staticexec.llmcompressor import patch
+
+            ctx = patch()
+        else:
+            ctx = contextlib.nullcontext()
+        start = time.perf_counter()
+        with ctx, timed:
+            oneshot(model=model, dataset=Dataset.from_dict(case.data()), recipe=recipe, processor=tokenizer(case.input_names),
+                    num_calibration_samples=SAMPLES, pipeline="sequential", sequential_targets=case.sequential_targets,
+                    shuffle_calibration_samples=False, **kwargs)
+        return Run(model, time.perf_counter() - start, timed.seconds)
+
+
+class _Timed:
+    """Measures the time the pipeline spends in `trace_subgraphs`, whichever it is."""
+
+    def __init__(self, module: Any) -> None:
+        self.module = module
+        self.seconds = 0.0
+
+    def __enter__(self) -> "_Timed":
+        self.inner = self.module.trace_subgraphs
+
+        def timed(*args: Any, **kwargs: Any):
+            start = time.perf_counter()
+            try:
+                return self.inner(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - start
+
+        self.module.trace_subgraphs = timed
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.module.trace_subgraphs = self.inner
+
+
+def target_modules(model: Any, case: Case) -> list[str]:
+    """The sequential targets the pipeline splits at (its default: `_no_split_modules`)."""
+    from staticexec.targets import select_targets
+
+    targets = case.sequential_targets or list(model._no_split_modules)
+    return list(select_targets(model, targets, warn=False).modules)
+
+
+def quantizable(model: Any, case: Case):
+    """(name, module) of every module the recipe quantizes (the sequential targets' Linear layers,
+    and for GPT-2, whose blocks hold Conv1D only, lm_head)."""
+    from compressed_tensors.utils.match import is_match
+
+    for name, module in model.named_modules():
+        if is_match(name, module, case.quant_targets, case.ignore):
+            yield name, module
+
+
+def unquantized(model: Any, case: Case) -> list[str]:
+    """Quantizable modules whose weights GPTQ did not quantize:
+    no weight_scale, or weights off the 4-bit grid the scale defines."""
+    out = []
+    for name, module in quantizable(model, case):
+        scale = getattr(module, "weight_scale", None)
+        if scale is None or not _on_grid(module.weight.detach(), scale.detach()):
+            out.append(name)
+    return out
+
+
+def quantized_count(model: Any) -> int:
+    return sum(1 for m in model.modules() if getattr(m, "weight_scale", None) is not None)
+
+
+def _on_grid(weight: torch.Tensor, scale: torch.Tensor) -> bool:
+    if weight.shape[0] != scale.shape[0]:  # Conv1D keeps its weight transposed
+        weight = weight.t()
+    groups = scale.shape[-1] if scale.dim() == 2 else 1
+    q = weight.reshape(weight.shape[0], groups, -1) / scale.reshape(scale.shape[0], groups, 1)
+    return bool(torch.all(q.abs() <= 8.001)) and torch.allclose(q, q.round(), atol=1e-3) and bool(torch.any(q != 0))

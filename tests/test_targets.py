@@ -1,0 +1,114 @@
+"""Sequential targets as llm-compressor gives them; targets_per_subgraph; recursive submodules."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+from torch import nn
+
+import staticexec
+from staticexec import tiny
+from staticexec.messages import UsageError
+from staticexec.targets import select_targets
+
+
+class Block(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+
+
+class SpecialBlock(Block):
+    pass
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(4, 2)
+        self.layers = nn.ModuleList([Block(), Block(), SpecialBlock()])
+        self.head = nn.Linear(2, 4)
+
+
+@pytest.mark.parametrize(
+    "targets, classes, modules",
+    [
+        (["Block"], ("Block", "SpecialBlock"), ("layers.0", "layers.1", "layers.2")),  # MRO, as compressed-tensors
+        ("SpecialBlock", ("SpecialBlock",), ("layers.2",)),
+        (["layers.0", "layers.1"], ("Block",), ("layers.0", "layers.1")),
+        (["re:layers\\.\\d+$"], ("Block", "SpecialBlock"), ("layers.0", "layers.1", "layers.2")),
+        (["Block", "Linear"], ("Block", "Linear", "SpecialBlock"), ("layers.0", "layers.1", "layers.2", "head")),
+        (["layers"], ("ModuleList",), ("layers",)),
+    ],
+)
+def test_selection(targets, classes, modules):
+    selection = select_targets(Net(), targets)
+    assert selection.classes == classes
+    assert selection.modules == modules
+
+
+def test_absent_targets_are_skipped_with_one_warning_line(caplog):
+    with caplog.at_level(logging.WARNING, logger="staticexec"):
+        selection = select_targets(Net(), ["Block", "NoSuchLayer", "OtherLayer"])
+    assert selection.unmatched == ("NoSuchLayer", "OtherLayer")
+    assert len(caplog.records) == 1 and "\n" not in caplog.records[0].getMessage()
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [
+        ["NoSuchLayer"],  # nothing matches
+        ["layers.0"],  # some, not all, modules of Block: staticexec would split at all of them
+        ["re:layers\\.[02]$"],  # the same, through a pattern
+        ["re:.*"],  # the model itself
+    ],
+)
+def test_refused(targets):
+    with pytest.raises(UsageError):
+        select_targets(Net(), targets)
+
+
+@pytest.fixture(scope="module")
+def llama():
+    model = tiny.build_tiny_model("LlamaForCausalLM")
+    return model, tiny.sample_inputs(model)
+
+
+@pytest.mark.parametrize(
+    "targets",
+    [["model.layers.0", "model.layers.1"], ["re:model\\.layers\\.\\d+$"], ["LlamaDecoderLayer", "BartEncoderLayer"]],
+)
+def test_subgraphs_take_llmcompressor_targets(llama, targets):
+    model, sample = llama
+    subgraphs = staticexec.subgraphs(model, sample, targets)
+    assert [sg.targets for sg in subgraphs] == [[], ["model.layers.0"], ["model.layers.1"]]
+
+
+def test_subgraphs_refuse_a_partial_selection(llama):
+    model, sample = llama
+    with pytest.raises(UsageError):
+        staticexec.subgraphs(model, sample, ["model.layers.0"])
+
+
+@pytest.mark.parametrize("per", [2, 3])
+def test_targets_per_subgraph(llama, per):
+    model, sample = llama
+    subgraphs = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], None, per)
+    assert [sg.targets for sg in subgraphs] == [[], ["model.layers.0", "model.layers.1"]]
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, subgraphs, sample).logits, model(**sample).logits)
+    with pytest.raises(ValueError):
+        staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], None, 0)
+
+
+def test_submodules_are_recursive_by_default(llama):
+    model, sample = llama
+    layer = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"])[1]
+    direct = layer.submodules(model, recurse=False)
+    assert model.model.layers[0] in direct
+    assert model.model.layers[0].self_attn.q_proj not in direct
+    every = layer.submodules(model)
+    assert set(map(id, model.model.layers[0].modules())) <= set(map(id, every))
+    assert len(every) == len(set(map(id, every)))

@@ -35,10 +35,22 @@ UNBOUND = Unbound()
 
 @dataclass
 class Packed:
-    """A mapping of another type than dict (a ModelOutput) on its way to a later subgraph."""
+    """A mapping of another type than dict (a ModelOutput) on its way to a later subgraph.
 
-    cls: type
+    Its class travels by name: llm-compressor's cache rebuilds every dataclass it holds,
+    and would try to rebuild a dataclass *type* held in a field too."""
+
+    module: str
+    qualname: str
     items: dict
+
+    def rebuild(self) -> Any:
+        import importlib
+
+        cls: Any = importlib.import_module(self.module)
+        for part in self.qualname.split("."):
+            cls = getattr(cls, part)
+        return cls(**{k: _unpack(v) for k, v in self.items.items()})
 
 
 class ContractError(RuntimeError):
@@ -202,7 +214,8 @@ class Subgraph:
 def _pack(value: Any) -> Any:
     """A value as it may travel through llm-compressor's cache, which rebuilds dicts as plain dicts."""
     if isinstance(value, dict) and type(value) is not dict:
-        return Packed(type(value), {k: _pack(v) for k, v in value.items()})
+        cls = type(value)
+        return Packed(cls.__module__, cls.__qualname__, {k: _pack(v) for k, v in value.items()})
     if type(value) in (list, tuple):
         return type(value)(_pack(v) for v in value)
     if type(value) is dict:
@@ -212,7 +225,7 @@ def _pack(value: Any) -> Any:
 
 def _unpack(value: Any) -> Any:
     if isinstance(value, Packed):
-        return value.cls(**{k: _unpack(v) for k, v in value.items.items()})
+        return value.rebuild()
     if type(value) in (list, tuple):
         return type(value)(_unpack(v) for v in value)
     if type(value) is dict:
@@ -348,7 +361,7 @@ def _as_cached(value: Any) -> Any:
         return tuple(_as_cached(v) for v in value)
     if isinstance(value, dict):
         return {k: _as_cached(v) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if dataclasses.is_dataclass(value):  # a dataclass type too, as the cache does
         return type(value)(**{f.name: _as_cached(getattr(value, f.name)) for f in dataclasses.fields(value)})
     return value
 

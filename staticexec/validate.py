@@ -18,8 +18,21 @@ from .messages import InstanceMismatch, Refused, UsageError
 def check_call(model: Any, sample_input: Any, sequential_targets: Any) -> None:
     """Everything `subgraphs(model, sample_input, sequential_targets)` needs of its arguments."""
     check_targets(sequential_targets)
+    check_module(model)
     check_sample(model, sample_input)
     check_device(model)
+
+
+def check_module(model: Any) -> None:
+    """An nn.Module of the model's own class (not a torch.compile wrapper)."""
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise UsageError(f"the model is a {type(model).__name__}, not a torch.nn.Module")
+    original = getattr(model, "_orig_mod", None)
+    if isinstance(original, torch.nn.Module):
+        raise UsageError(f"the model is wrapped by torch.compile ({type(model).__name__}); pass the original "
+                         f"{type(original).__name__} (model._orig_mod) to split it")
 
 
 def check_sample(model: Any, sample_input: Any) -> None:

@@ -44,6 +44,12 @@ def test_a_model_on_meta_is_a_usage_error(model_and_sample):
         subgraphs(model.to("meta"), sample, ["Layer"])
 
 
+def test_a_compiled_model_names_the_wrapper(model_and_sample):
+    model, sample = model_and_sample
+    with pytest.raises(UsageError, match="torch.compile"):
+        subgraphs(torch.compile(model), sample, ["Layer"])
+
+
 def _plan_doc(model, sample):
     from staticexec.api import analyse
     from staticexec.source import ClassRef

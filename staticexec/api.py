@@ -170,7 +170,7 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: list[str] | No
                              architecture=type(model).__name__,
                              model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
             _PLANS[key] = loaded
-    check_instance(model, loaded.doc)
+    check_instance(model, loaded.doc, sample_input)
     return Emitter(loaded, model, sample_input).emit()
 
 

@@ -4,7 +4,9 @@ The emitter inlines the forward of the root and of every module between it and t
 whatever the instance adds around those forwards would silently not run in the subgraphs:
 
 - forward hooks and pre-hooks (also with kwargs, and accelerate's `_hf_hook`) on the root or an
-  ancestor of a target, and global module hooks;
+  ancestor of a target, and global module hooks (accelerate's CPU offload is honoured: its root
+  hook only aligns devices, a no-op when everything runs on the sample's device, and the hooks
+  that load offloaded weights sit on the modules that are called as modules);
 - a `forward` set on the instance, or a class `forward` that is not the analysed one (replaced
   after the class was built, or wrapped by a class decorator).
 
@@ -39,7 +41,50 @@ def inlined_modules(model: Any, targets: set[str]) -> list[tuple[str, Any]]:
     return [(name, module) for name, module in model.named_modules() if name in paths]
 
 
-def instance_refusals(model: Any, plan_doc: dict) -> list[Message]:
+def accelerate_hooks(hook: Any) -> list[Any]:
+    """The hooks inside accelerate's `_hf_hook` (a SequentialHook holds several)."""
+    inner = getattr(hook, "hooks", None)
+    return [h for sub in inner for h in accelerate_hooks(sub)] if isinstance(inner, (list, tuple)) else [hook]
+
+
+def _honoured_accelerate_hook(hook: Any, model: Any, sample: Any) -> bool:
+    """accelerate's CPU offload puts an AlignDevicesHook on the root that moves nothing of its own
+    (no execution device, no weights) and returns the output on the input's device: skipping it is
+    exact when every hooked module runs on the device the sample is on."""
+    if type(hook).__name__ != "AlignDevicesHook" or not type(hook).__module__.startswith("accelerate"):
+        return False
+    if getattr(hook, "offload", True) or getattr(hook, "execution_device", None) is not None:
+        return False
+    devices = {str(t.device) for t in _tensors(sample)}
+    if len(devices) > 1:
+        return False
+    for module in model.modules():
+        for h in accelerate_hooks(getattr(module, "_hf_hook", None)) if getattr(module, "_hf_hook", None) is not None else []:
+            device = getattr(h, "execution_device", None)
+            if device is not None and devices and _device_name(device) not in devices:
+                return False
+    return True
+
+
+def _device_name(device: Any) -> str:
+    import torch
+
+    return str(torch.device(device)) if not isinstance(device, int) else f"cuda:{device}"
+
+
+def _tensors(value: Any) -> list:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+def instance_refusals(model: Any, plan_doc: dict, sample: Any = None) -> list[Message]:
     targets = set(plan_doc.get("targets", {}))
     analysed = _analysed_forwards(plan_doc)
     out: list[Message] = []
@@ -52,9 +97,10 @@ def instance_refusals(model: Any, plan_doc: dict) -> list[Message]:
                 out.append(InstanceHook(*_place(hook, module), f"a forward {kind} {_name(hook)} on {label}: "
                                         "its forward is inlined into the subgraphs, so the hook would not run"))
         hf_hook = getattr(module, "_hf_hook", None)
-        if hf_hook is not None:
-            out.append(InstanceHook(*_place(type(hf_hook), module), f"accelerate's {type(hf_hook).__name__} on {label}: "
-                                    "its forward is inlined into the subgraphs, so the hook would not run"))
+        for hook in accelerate_hooks(hf_hook) if hf_hook is not None else []:
+            if not _honoured_accelerate_hook(hook, model, sample):
+                out.append(InstanceHook(*_place(type(hook), module), f"accelerate's {type(hook).__name__} on {label}: "
+                                        "its forward is inlined into the subgraphs, so the hook would not run"))
         if "forward" in vars(module) and hf_hook is None:
             out.append(ReplacedForward(*_place(vars(module)["forward"], module),
                                        f"`forward` is set on the instance {label}, replacing {type(module).__name__}.forward"))
@@ -68,7 +114,7 @@ def instance_refusals(model: Any, plan_doc: dict) -> list[Message]:
     return out
 
 
-def check_instance(model: Any, plan_doc: dict) -> None:
+def check_instance(model: Any, plan_doc: dict, sample: Any = None) -> None:
     """Refuse a model instance that would not run the planned code: hooks, replaced forwards, stale files."""
     from .imported import stale_source_refusals
     from .validate import check_plan_is_for
@@ -76,7 +122,7 @@ def check_instance(model: Any, plan_doc: dict) -> None:
     root = plan_doc.get("functions", {}).get(plan_doc.get("root", ""), {})
     if root.get("self_class"):
         check_plan_is_for(root["self_class"], model)
-    refusals = instance_refusals(model, plan_doc) + stale_source_refusals(plan_doc)
+    refusals = instance_refusals(model, plan_doc, sample) + stale_source_refusals(plan_doc)
     if refusals:
         raise Refused(refusals)
 

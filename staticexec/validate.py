@@ -73,11 +73,19 @@ def check_targets(sequential_targets: Any) -> None:
 
 
 def check_device(model: Any) -> None:
+    """No weights on `meta`, except those an accelerate hook loads when its module is called."""
     for kind, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
         for name, tensor in items:
-            if getattr(tensor, "device", None) is not None and tensor.device.type == "meta":
+            if getattr(tensor, "device", None) is not None and tensor.device.type == "meta" and not _offloaded(model, name):
                 raise UsageError(f"the model's {kind} {name} is on the meta device (no weights are loaded); "
                                  "load or materialise the model before splitting it")
+
+
+def _offloaded(model: Any, name: str) -> bool:
+    owner = model.get_submodule(name.rpartition(".")[0]) if "." in name else model
+    hook = getattr(owner, "_hf_hook", None)
+    hooks = getattr(hook, "hooks", None) or ([hook] if hook is not None else [])
+    return any(getattr(h, "offload", False) and getattr(h, "weights_map", None) is not None for h in hooks)
 
 
 def check_plan_is_for(plan_root_class: str, model: Any) -> None:

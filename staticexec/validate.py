@@ -183,7 +183,9 @@ def _function_problem(entry: Any) -> str:
             return f"no `{key}`"
         if not isinstance(entry[key], kind):
             return f"`{key}` is a {_json_type(entry[key])}"
-    if entry.get("self_class") is not None and not isinstance(entry["self_class"], str):
+    if "self_class" not in entry:
+        return "no `self_class`"
+    if entry["self_class"] is not None and not isinstance(entry["self_class"], str):
         return "`self_class` is not a string"
     if not isinstance(entry.get("decorators", []), list):
         return "`decorators` is not a list"
@@ -202,6 +204,8 @@ def _statements_problem(statements: list, depth: int = 0) -> str:
         if not (isinstance(lines, list) and len(lines) == 2 and all(isinstance(n, int) and n > 0 for n in lines)):
             return f"a {kind} statement without `lines` [first, last]"
         where = f"the {kind} statement at line {lines[0]}"
+        if kind == "opaque" and not isinstance(s.get("count"), int):
+            return f"{where} has no `count`"
         if kind in ("target", "ancestor"):
             call = s.get("call")
             if not isinstance(call, dict) or not isinstance(call.get("line"), int) or not isinstance(call.get("code"), str):
@@ -215,6 +219,8 @@ def _statements_problem(statements: list, depth: int = 0) -> str:
                 return f"{where} has `statement` {s.get('statement')!r}"
             if s["statement"] == "if" and not (isinstance(s.get("condition"), dict) and "code" in s["condition"]):
                 return f"{where} has no `condition`"
+            if s["statement"] != "exit" and not isinstance(s.get("body"), list):
+                return f"{where} has no `body`"
             for block in ("body", "orelse", "handler", "finally"):
                 if block in s:
                     if not isinstance(s[block], list):

@@ -8,12 +8,14 @@ from typing import Any
 
 from .architectures import Architecture, find_architecture, no_split_modules
 from .emit import Emitter
+from .instance import check_instance
 from .messages import MalformedPlan, Refused, StalePlan, UsageError
 from .plan import SCHEMA_VERSION, Plan, build_plan
 from .resolve import Resolver
 from .run import Subgraph, run_subgraphs
 from .source import ClassRef, FunctionRef, function_source_hash, load_module
 from .targets import select_targets
+from .validate import check_call, plan_problem
 from .values import Container, Instance
 
 __all__ = ["analyse", "analyse_architecture", "default_targets", "load_plan", "subgraphs", "run_subgraphs", "Subgraph"]
@@ -67,7 +69,8 @@ def analyse(root: ClassRef, targets: list[str] | None, *, config: Any = None, ar
         return build_plan(resolver, root, targets, architecture or root.name, model_types=model_types)
     except Refused as exc:
         held = {c.name.rpartition(".")[2] for c in resolver.submodule_classes(root, depth=6)}
-        if not set(targets) & held and not _defined_anywhere(targets):
+        no_path = all(m.kind == "no-call-path" for m in exc.messages)
+        if no_path and not set(targets) & held and not _defined_anywhere(targets):
             raise UsageError(f"no class {', '.join(sorted(targets))} in {architecture or root.name}") from exc
         raise
 
@@ -92,16 +95,11 @@ def analyse_architecture(name: str, targets: list[str] | None = None, config: An
 
 
 def _validate(doc: Any, where: str) -> Plan:
-    if not isinstance(doc, dict):
-        raise MalformedPlan(f"{where}: a plan is a JSON object")
-    missing = [k for k in ("schema", "architecture", "root", "targets", "functions") if k not in doc]
-    if missing:
-        raise MalformedPlan(f"{where}: not a plan (missing {', '.join(missing)})")
+    problem = plan_problem(doc)
+    if problem:
+        raise MalformedPlan(f"{where}: {problem}")
     if doc["schema"] != SCHEMA_VERSION:
         raise MalformedPlan(f"{where}: plan schema {doc['schema']} is not the supported {SCHEMA_VERSION}")
-    for node, entry in doc["functions"].items():
-        if not isinstance(entry, dict) or "function" not in entry or "source_hash" not in entry:
-            raise MalformedPlan(f"{where}: function {node} is malformed")
     return Plan(doc)
 
 
@@ -159,6 +157,7 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
     `ignore` is accepted for compatibility and has no meaning here: nothing is traced.
     """
     del ignore
+    check_call(model, sample_input, sequential_targets)
     targets = select_targets(model, sequential_targets).classes if sequential_targets else None
     if plan is not None and not isinstance(plan, (Plan, dict)) and os.path.isdir(plan):
         plan = _committed_plan(os.fspath(plan), model, targets)
@@ -172,6 +171,7 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
                              architecture=type(model).__name__,
                              model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
             _PLANS[key] = loaded
+    check_instance(model, loaded.doc, sample_input)
     return Emitter(loaded, model, sample_input).emit(targets_per_subgraph)
 
 

@@ -15,6 +15,7 @@ import libcst as cst
 import networkx as nx
 
 from . import decorators as deco
+from .scopes import free_called_names, walk
 from .resolve import ConfigRef, FunctionContext, Resolver, bind_arguments
 from .source import ClassRef, FunctionRef
 from .values import (
@@ -38,6 +39,15 @@ NON_CALLING_BUILTINS = {
     "getattr", "setattr", "id", "type", "range", "print", "repr", "str", "bool", "dict", "set", "values", "items",
     "callable", "super", "next",
 }
+# methods that enter a module without its `__call__` (hooks skipped) or fetch modules by a name
+# the analysis can't follow: on a module that may hold a target, the call hides where targets run
+HIDING_METHODS = {
+    "forward", "__call__", "_call_impl", "_wrapped_call_impl", "get_submodule", "modules", "named_modules",
+    "children", "named_children", "apply", "__getattr__", "__getattribute__",
+}
+HIDING_ATTRIBUTES = {"_modules", "__dict__"}
+# builtins that run code the analysis never sees
+CODE_RUNNING_BUILTINS = {"exec", "eval", "compile", "__import__"}
 
 
 def node_id(ref: FunctionRef, self_class: ClassRef | None) -> str:
@@ -63,6 +73,7 @@ class CallSite:
     unresolved: str = ""
     args_hold_targets: bool = False
     receiver_is_self: bool = False
+    hides_target: str = ""  # why this call may run a target where the analysis can't see it
 
 
 @dataclass
@@ -142,6 +153,7 @@ class CallGraphBuilder:
         self.seen_targets: dict[str, ClassRef] = {}
         self._holds: dict[ClassRef, bool] = {}
         self.pruned: set[ClassRef] = set()
+        self.root: ClassRef | None = None  # the instance holds targets even where the source can't tell
 
     def is_target(self, cls: ClassRef) -> bool:
         return cls.name.rpartition(".")[2] in self.targets
@@ -155,6 +167,7 @@ class CallGraphBuilder:
         return hit
 
     def build(self, root: ClassRef) -> CallGraph:
+        self.root = root
         forward = self.resolver.find_method(root, "forward")
         if forward is None:
             from .messages import UsageError
@@ -196,6 +209,34 @@ class CallGraphBuilder:
                 if not callee.startswith("target:"):
                     ref2, cls2 = self.refs[callee]
                     self._enqueue(ref2, cls2, args)
+        for node, reason in self._hidden_uses(ctx, env):
+            analysis.calls[id(node)] = CallSite(
+                line=ctx.line(node), column=ctx.column(node), code=_short(ctx.code(node)), callees=(), targets=(),
+                unresolved=reason, hides_target=reason,
+            )
+
+    def _reaches_target(self, value: Value) -> bool:
+        """Whether a value is, or may hold below it, a target module."""
+        return _holds_target(value, self) or any(
+            isinstance(a, Instance) and not self.resolver.is_external(a.cls.module)
+            and (a.cls == self.root or self.may_hold_target(a.cls))
+            for a in value
+        )
+
+    def _hidden_uses(self, ctx: FunctionContext, env: dict[str, Value]):
+        """Nested functions and lambdas that use a target-holding name, and `x._modules` / `x.__dict__`."""
+        out = []
+        for node in walk(ctx.node.body):
+            if isinstance(node, cst.Attribute) and node.attr.value in HIDING_ATTRIBUTES:
+                if self._reaches_target(self.resolver.eval(node.value, ctx, env)):
+                    out.append((node, f"`{_short(ctx.code(node))}` reads modules by name, which the analysis can't follow"))
+            elif isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                for name, use in sorted(free_called_names(node).items()):
+                    if self._reaches_target(self.resolver.eval(use, ctx, env)):
+                        kind = "a lambda" if isinstance(node, cst.Lambda) else f"the nested function {node.name.value}()"
+                        out.append((node, f"{kind} uses `{name}`, which holds target modules: its calls are not analysed"))
+                        break
+        return out
 
     def _full_env(self, ctx: FunctionContext, self_class: ClassRef | None, args: dict[str, Value]) -> dict[str, Value]:
         env: dict[str, Value] = {}
@@ -215,6 +256,7 @@ class CallGraphBuilder:
             code = code[:157] + "..."
         func_value = self._callee(call, ctx, env, self_class)
         arg_values = [self.resolver.eval(a.value, ctx, env) for a in call.args]
+        hidden = self._hiding_reason(call, ctx, env, func_value, arg_values)
         callees: list[str] = []
         targets: list[str] = []
         edges: list[tuple[str, dict[str, Value]]] = []
@@ -244,6 +286,7 @@ class CallGraphBuilder:
             elif isinstance(atom, Container):
                 if _holds_target(atom.elem, self):
                     unresolved.append("calls a container of target modules (nn.Sequential): its layers can't be cut")
+                    hidden = hidden or unresolved[-1]
             elif isinstance(atom, Function):
                 fref = atom.ref
                 if fref.module == "builtins" and fref.qualname in NON_CALLING_BUILTINS:
@@ -277,6 +320,7 @@ class CallGraphBuilder:
         reason = ""
         if unresolved:
             reason = sorted(set(unresolved))[0]
+        reason = reason or hidden
         site = CallSite(
             line=line,
             column=column,
@@ -286,8 +330,36 @@ class CallGraphBuilder:
             unresolved=reason,
             args_hold_targets=args_hold_targets,
             receiver_is_self=receiver_is_self,
+            hides_target=hidden,
         )
         return site, edges
+
+    def _hiding_reason(self, call: cst.Call, ctx: FunctionContext, env: dict[str, Value], func_value: Value,
+                       arg_values: list[Value]) -> str:
+        """Why a call may run a target where the analysis can't see it; '' when it can't."""
+        f = call.func
+        code = _short(ctx.code(f))
+        if isinstance(f, cst.Name) and f.value in CODE_RUNNING_BUILTINS and f.value not in ctx.locals and f.value not in ctx.params:
+            return f"`{code}()` runs code the analysis never sees"
+        if isinstance(f, cst.Attribute) and f.attr.value in HIDING_METHODS:
+            if self._reaches_target(self.resolver.eval(f.value, ctx, env)):
+                return f"`{code}` enters a module that holds targets without calling it as a module"
+        if isinstance(f, cst.Name) and f.value in ("getattr", "setattr", "delattr") and len(call.args) >= 2:
+            name = self.resolver.eval(call.args[1].value, ctx, env)
+            constant = bool(name) and all(isinstance(a, Constant) and isinstance(a.value, str) for a in name)
+            if not constant and self._reaches_target(self.resolver.eval(call.args[0].value, ctx, env)):
+                return f"`{_short(ctx.code(call))}` names an attribute of a module that holds targets at run time"
+        for atom in func_value:
+            if isinstance(atom, Unknown) and atom.reason.startswith("a lambda that"):
+                return f"`{code}` is {atom.reason}"
+            if isinstance(atom, Function) and atom.bound is not None and atom.ref.qualname.rpartition(".")[2] in HIDING_METHODS:
+                if any(isinstance(b, Instance) and self.is_target(b.cls) for b in atom.bound):
+                    return f"`{code}` enters a target without calling it as a module (its hooks are skipped)"
+        if any(_holds_target(v, self) for v in arg_values) and (
+            not func_value or any(isinstance(a, (Data, Constant, Unknown, ClassObject)) for a in func_value)
+        ):
+            return f"`{code}` is not resolved and receives target modules"
+        return ""
 
     def _callee(self, call: cst.Call, ctx: FunctionContext, env: dict[str, Value], self_class: ClassRef | None) -> Value:
         f = call.func
@@ -318,6 +390,11 @@ class CallGraphBuilder:
             return {}
         params = ctx.params[1:] if bound else ctx.params
         return {p: values[i] for p, i in bind_arguments(params, call.args)}
+
+
+def _short(code: str) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= 160 else code[:157] + "..."
 
 
 def _may_hold_module(value: Value) -> bool:

@@ -14,6 +14,7 @@ import tempfile
 
 from .architectures import TASKS
 from .messages import Refused, UsageError
+from .validate import writable_folder
 
 DESCRIPTION = """\
 Static analysis of transformers model code. From the source alone, staticexec
@@ -135,9 +136,9 @@ def cmd_plan(args) -> int:
     if not args.architecture:
         raise UsageError("name an architecture, or --all")
 
+    writable_folder(args.out)
     plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
     _check_requested(args.targets, plan)
-    os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{args.architecture}.json")
     write_atomic(path, plan.to_json())
     n = len(plan.doc["functions"])
@@ -155,7 +156,7 @@ def _plan_all(args) -> int:
 
     if args.architecture or args.targets or args.config:
         raise UsageError("--all plans every architecture with its default targets and config")
-    os.makedirs(args.out, exist_ok=True)
+    writable_folder(args.out)
     archs = all_generative()
     start = time.monotonic()
     options = {"out": os.path.abspath(args.out), "cache": None if args.no_cache else os.path.abspath(CACHE_DIR)}

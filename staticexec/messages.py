@@ -76,6 +76,36 @@ class RepeatedTarget(Message):
     template = "a target module is called more than once by design: {detail}"
 
 
+class NoCallPath(Message):
+    kind = "no-call-path"
+    template = "no call path from the root forward to a target: {detail}"
+
+
+class MutatedState(Message):
+    kind = "mutated-state"
+    template = "the forward changes, at run time, what decides which targets run: {detail}"
+
+
+class ShadowedName(Message):
+    kind = "shadowed-name"
+    template = "inlining would let a root-forward name hide a module-level one: {detail}"
+
+
+class InstanceHook(Message):
+    kind = "instance-hook"
+    template = "a hook on the model instance would not run in the subgraphs: {detail}"
+
+
+class ReplacedForward(Message):
+    kind = "replaced-forward"
+    template = "the model runs another forward than the analysed source: {detail}"
+
+
+class StaleSource(Message):
+    kind = "stale-source"
+    template = "the source file on disk is not the code the model runs: {detail}"
+
+
 class Refused(Exception):
     """The analysis or emission cannot prove where target calls are; carries the reasons."""
 

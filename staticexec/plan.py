@@ -22,11 +22,15 @@ from .messages import (
     DynamicCondition,
     DynamicLoop,
     Message,
+    NoCallPath,
     Refused,
+    ShadowedName,
     UnresolvedCall,
     UnsupportedDecorator,
     UnsupportedStatement,
 )
+from .mutations import mutation_refusals
+from .scopes import walk
 from .resolve import Resolver
 from .source import ClassRef
 
@@ -180,6 +184,22 @@ class FunctionPlanner:
                 self.refuse(UnresolvedCall, call, f"`{site.code}` passes target modules to a callee that is not resolved ({site.unresolved or 'unknown callee'})")
         return targets, ancestors
 
+    def refuse_guarded_call(self, stmt: cst.CSTNode, site: CallSite) -> None:
+        """A reaching call inside `a if c else b`, `c and f()`, or a comprehension can't be cut out of it."""
+        for call, guards in _guarded_calls(stmt):
+            if self.ctx.line(call) != site.line or self.ctx.column(call) != site.column:
+                continue
+            for guard, test in guards:
+                cls = self.conditions.classify(test) if test is not None else None
+                if cls == "static":
+                    continue  # behind a config or module attribute: decided when emitting, like an `if`
+                if test is None:
+                    self.refuse(UnsupportedStatement, call, f"a reaching call inside a {guard}: `{site.code}`")
+                elif cls == "dynamic":
+                    self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard})")
+                else:
+                    self.refuse(UnsupportedStatement, call, f"`{site.code}` runs only when `{' '.join(self.ctx.code(test).split())}` holds ({guard}): it can't be cut")
+
     def block(self, stmts: list[cst.CSTNode], in_loop: bool = False) -> list[dict]:
         entries = [self.statement(s, in_loop=in_loop) for s in stmts]
         # an `if` that may return (or leave an unrolled loop) decides whether later reaching code runs
@@ -214,6 +234,8 @@ class FunctionPlanner:
                 return {"kind": "opaque", "lines": lines, "count": 1}
             if len(targets) + len(ancestors) > 1:
                 self.refuse(UnsupportedStatement, stmt, "one statement makes several reaching calls; it can't be cut between them")
+            for site, _ in targets + ancestors:
+                self.refuse_guarded_call(stmt, site)
             kind = "target" if targets else "ancestor"
             site, index = (targets or ancestors)[0]
             call = _site_json(site, self.reaching)
@@ -255,8 +277,155 @@ class FunctionPlanner:
             self.refuse(UnsupportedStatement, stmt, "a `try` around target calls")
         elif isinstance(stmt, cst.With):
             entry["items"] = [self.ctx.code(item) for item in stmt.items]
+            for item in stmt.items:
+                if not self.reenterable(item.item):
+                    self.refuse(UnsupportedStatement, stmt, f"`with {self.ctx.code(item.item)}` around target calls is re-entered by every subgraph, and it is not known to be safe to re-enter")
         entry.update({k: v for k, v in blocks.items() if v or k == "body"})
         return entry
+
+
+    def reenterable(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A context manager that only sets a mode (grad, autocast): entering it once per subgraph is exact."""
+        if isinstance(node, cst.Call):
+            return _dotted(node.func).rpartition(".")[2] in REENTERABLE_CONTEXTS
+        if isinstance(node, cst.IfExp):
+            return self.reenterable(node.body, depth) and self.reenterable(node.orelse, depth)
+        if isinstance(node, cst.Name) and depth < 3:
+            bound = self.ctx.locals.get(node.value) or []
+            return bool(bound) and all(kind == "expr" and self.reenterable(value, depth + 1) for kind, value, _ in bound)
+        return False
+
+
+# context managers that set a mode and restore it: re-entering one per subgraph changes nothing
+REENTERABLE_CONTEXTS = {
+    "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext",
+    "sdpa_kernel", "disable", "device",
+}
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _guarded_calls(stmt: cst.CSTNode):
+    """(call, [(guard, test)]) for every call in a statement that runs only under a condition in an
+    expression: the branches of `a if c else b`, what follows the first operand of `and` / `or`
+    (test: that operand), and the element of a comprehension (test None)."""
+    out = []
+
+    def visit(node: cst.CSTNode, guards: list) -> None:
+        if isinstance(node, cst.Call):
+            out.append((node, list(guards)))
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return
+        if isinstance(node, cst.IfExp):
+            visit(node.test, guards)
+            visit(node.body, guards + [("conditional expression", node.test)])
+            visit(node.orelse, guards + [("conditional expression", node.test)])
+            return
+        if isinstance(node, cst.BooleanOperation):
+            visit(node.left, guards)
+            visit(node.right, guards + [(f"`{'and' if isinstance(node.operator, cst.And) else 'or'}` expression", node.left)])
+            return
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            for child in node.children:
+                visit(child, guards + [("comprehension", None)])
+            return
+        for child in node.children:
+            visit(child, guards)
+
+    visit(stmt, [])
+    return out
+
+
+def _is_generator(fn: cst.FunctionDef) -> bool:
+    stack = list(fn.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Yield,)):
+            return True
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        stack.extend(node.children)
+    return False
+
+
+def _user_decorators(ctx, names: list[str]) -> list[str]:
+    """Decorators named like a modelled one but defined outside transformers (matched by name, they'd be wrong)."""
+    from .decorators import MODELS, base_name
+
+    sf = ctx.sf
+    in_transformers = sf.module.split(".")[0] == "transformers"
+    out = []
+    for name in names:
+        base = base_name(name)
+        if base not in MODELS or base == "staticmethod":
+            continue
+        origin = _binding_module(sf.tree, base)
+        if origin == "<local>" and not in_transformers:
+            out.append(name)
+        elif origin not in (None, "<local>") and not (origin.startswith("transformers") or (origin.startswith(".") and in_transformers)):
+            out.append(name)
+    return out
+
+
+def _binding_module(tree, name: str) -> str | None:
+    """Where a module-level name comes from: '<local>' (defined here), an imported module, or None."""
+    import ast
+
+    found = None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            found = "<local>"
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            found = "<local>"
+        elif isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            found = "." * node.level + (node.module or "")
+    return found
+
+
+def _free_names(ctx) -> set[str]:
+    """Names a function reads that it does not bind: its module's globals and builtins."""
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(ctx.code(ctx.node)))
+    loaded, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not tree.body[0]:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return loaded - bound
+
+
+def _shadowed_names(graph: CallGraph, reaching: set[str]) -> list[Message]:
+    """An inlined callee reading a module-level name that the (not renamed) root forward binds locally."""
+    root = graph.functions.get(graph.root)
+    if root is None:
+        return []
+    root_names = (set(root.ctx.locals) | set(root.ctx.params)) - {root.ctx.params[0] if root.ctx.params else ""}
+    out: list[Message] = []
+    for nid in sorted(reaching - {graph.root}):
+        analysis = graph.functions.get(nid)
+        if analysis is None:
+            continue
+        for name in sorted(_free_names(analysis.ctx) & root_names):
+            out.append(ShadowedName(root.ctx.sf.relpath, root.ctx.line(root.ctx.node),
+                                    f"{graph.root.partition(':')[2]} binds `{name}`, and the inlined "
+                                    f"{analysis.ref.qualname} ({analysis.ctx.sf.relpath}:{analysis.ctx.line(analysis.ctx.node)}) "
+                                    f"reads the module-level `{name}`"))
+    return out
 
 
 def _merge_opaque(entries: list[dict]) -> list[dict]:
@@ -304,6 +473,12 @@ def build_plan(
         decorators = decorator_names(ctx.node)
         for name in unsupported_decorators(decorators):
             refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node), f"@{name} on {analysis.ref.qualname}"))
+        for name in _user_decorators(ctx, decorators):
+            refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node),
+                                                 f"@{name} on {analysis.ref.qualname} is not transformers' {name.partition('(')[0]}, only named like it"))
+        if _is_generator(ctx.node):
+            refusals.append(UnsupportedStatement(ctx.sf.relpath, ctx.line(ctx.node),
+                                                 f"{analysis.ref.qualname} is a generator (`yield`): its target calls run when it is iterated"))
         start, end = ctx.span(ctx.node)
         entry = {
             "function": str(analysis.ref),
@@ -331,6 +506,12 @@ def build_plan(
                         "reaching_function": nid in reaching,
                     }
                 )
+    for analysis in graph.functions.values():
+        for site in analysis.calls.values():
+            if site.hides_target:
+                refusals.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line, f"`{site.code}`: {site.unresolved or site.hides_target}"))
+    refusals += mutation_refusals(graph, builder, reaching)
+    refusals += _shadowed_names(graph, reaching)
     if not refusals:
         for analysis in graph.functions.values():
             for site in analysis.calls.values():
@@ -340,7 +521,9 @@ def build_plan(
         raise Refused(sorted(set(refusals), key=lambda m: (m.path, m.line, m.kind, m.detail)))
     if graph.root not in reaching:
         found = ", ".join(sorted(targets))
-        raise Refused([UnresolvedCall(root.module, 0, f"no call path from {root.name}.forward to any of: {found}")])
+        ctx = graph.functions[graph.root].ctx if graph.root in graph.functions else None
+        where = (ctx.sf.relpath, ctx.line(ctx.node)) if ctx is not None else (root.module, 1)
+        raise Refused([NoCallPath(*where, f"{root.name}.forward calls none of: {found}")])
     def step(caller: str, callee: str, site: CallSite) -> str:
         text = f"{graph.functions[caller].ctx.sf.relpath}:{site.line} {' '.join(site.code.split())[:100]}"
         return text + (f" -> {callee[len('target:'):]}" if callee.startswith("target:") else "")

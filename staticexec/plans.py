@@ -18,6 +18,7 @@ from typing import Any
 
 from . import __version__
 from .messages import Refused, UsageError
+from .validate import check_index
 from .source import ACCESSED, loaded, sha256
 
 INDEX = "index.json"
@@ -204,7 +205,8 @@ def check(folder: str, jobs: int = 1) -> tuple[int, list[str]]:
         raise UsageError(f"{index_path}: {exc.strerror}; not a plans folder") from exc
     except json.JSONDecodeError as exc:
         raise UsageError(f"{index_path}: not JSON ({exc.msg})") from exc
-    archs = sorted(index.get("architectures", {}))
+    check_index(index, index_path)
+    archs = sorted(index["architectures"])
     report: list[str] = []
     changed = 0
     with tempfile.TemporaryDirectory() as scratch:
@@ -226,7 +228,10 @@ def check(folder: str, jobs: int = 1) -> tuple[int, list[str]]:
                 report.append(f"{arch}: unchanged")
                 continue
             changed += 1
-            moved = diff(old_doc, new_doc) if old_doc and new_doc else ["  plan file missing"]
+            if old_doc is MALFORMED:
+                moved = [f"  plan file {old_path} is malformed (not a JSON object)"]
+            else:
+                moved = diff(old_doc, new_doc) if old_doc and new_doc else ["  plan file missing"]
             if not moved:
                 report.append(f"{arch}: stale: same statements and chains, other source (hashes or lines)")
             else:
@@ -242,9 +247,16 @@ def _comparable(doc: dict | None) -> dict | None:
     return {k: v for k, v in doc.items() if k not in ("transformers", "staticexec")}
 
 
+MALFORMED: dict = {"malformed": True}  # a plan file that exists but is not a JSON object
+
+
 def _read(path: str) -> dict | None:
+    """A plan file's document; None when it is missing, MALFORMED when it can't be read as a plan."""
     try:
         with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, json.JSONDecodeError):
+            doc = json.load(handle)
+    except FileNotFoundError:
         return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return MALFORMED
+    return doc if isinstance(doc, dict) else MALFORMED

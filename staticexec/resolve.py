@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
+from .scopes import free_called_names
 from .names import Definition, load_definition_file, shared_names
 from .source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module, parse_function
 from .values import (
@@ -571,10 +572,18 @@ class Resolver:
         if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
             return DATA
         if isinstance(node, cst.Lambda):
-            return unknown("a lambda", ctx.line(node))
+            return unknown(self._lambda_reason(node, ctx, env), ctx.line(node))
         if isinstance(node, cst.Await):
             return unknown("await", ctx.line(node))
         return DATA
+
+    def _lambda_reason(self, node: cst.Lambda, ctx: FunctionContext, env: dict[str, Value]) -> str:
+        """'a lambda', or 'a lambda that calls `x`' when its body calls through a name bound to a module."""
+        for name, use in sorted(free_called_names(node).items()):
+            value = self.eval(use, ctx, env)
+            if any(isinstance(a, (Instance, Container, Items, Mapping)) for a in value):
+                return f"a lambda that calls through `{name}` (defined at line {ctx.line(node)})"
+        return "a lambda"
 
     def _comprehension_env(self, for_in: cst.CompFor, ctx: FunctionContext, env: dict[str, Value]) -> dict[str, Value]:
         inner = dict(env)

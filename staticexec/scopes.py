@@ -1,0 +1,42 @@
+"""Names that nested functions and lambdas reach into from the scope around them."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def walk(node: cst.CSTNode):
+    """Every node below `node`, outermost first."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        stack.extend(reversed(list(cur.children)))
+
+
+def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name]:
+    """Names a nested function or lambda calls through or iterates over, other than its own parameters.
+
+    Each name maps to its first use, a node of the enclosing function that the resolver can evaluate.
+    """
+    params = {p.name.value for p in _all_params(scope.params)}
+    used: dict[str, cst.Name] = {}
+    for node in walk(scope.body):
+        root = None
+        if isinstance(node, cst.Call):
+            root = node.func
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            root = node.iter
+        while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
+            root = root.func if isinstance(root, cst.Call) else root.value
+        if isinstance(root, cst.Name) and root.value not in params:
+            used.setdefault(root.value, root)
+    return used
+
+
+def _all_params(params: cst.Parameters) -> list[cst.Param]:
+    out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            out.append(star)
+    return out

@@ -32,6 +32,9 @@ coverage: install
 		$(BIN)/staticexec verify --all --task $$task --report docs/coverage.md || test $$? -eq 1 || exit 1; done
 	for task in image-text-to-text multimodal-lm speech-seq2seq; do \
 		$(BIN)/staticexec verify --all --task $$task --sample multimodal --report docs/coverage.md || test $$? -eq 1 || exit 1; done
+	# targets as llm-compressor's sequential pipeline chooses them (the model's _no_split_modules)
+	for task in causal-lm image-text-to-text multimodal-lm seq2seq-lm speech-seq2seq; do \
+		$(BIN)/staticexec verify --all --task $$task --targets-from llmcompressor --report docs/coverage.md || test $$? -eq 1 || exit 1; done
 
 plans: install
 	$(BIN)/staticexec plan --all --out fixtures/plans/transformers-$(TRANSFORMERS_VERSION)

@@ -103,6 +103,10 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--sample", choices=["text", "multimodal"], default="text",
                     help="text: token ids only (vision/audio branches stay opaque); multimodal: also an image "
                          "and its placeholder tokens, so vision layers can be targets (default: text)")
+    sp.add_argument("--targets-from", choices=["default", "llmcompressor"], default="default",
+                    help="without --targets: default, the outermost _no_split_modules classes the model holds; "
+                         "llmcompressor, the model's _no_split_modules as llm-compressor's pipeline passes them, "
+                         "absent classes skipped (default: default)")
     sp.add_argument("--all", action="store_true", help="every architecture of --task, each in a worker process")
     sp.add_argument("--task", default="causal-lm", choices=sorted(TASKS),
                     help="with --all: which auto mapping to sweep (default: causal-lm)")
@@ -245,7 +249,8 @@ def cmd_verify(args) -> int:
     counts: dict[str, int] = {}
     for name in args.architectures:
         for attn in attns:
-            v = verify(name, attn_implementation=attn, targets=args.targets, sample=args.sample, config=config)
+            v = verify(name, attn_implementation=attn, targets=args.targets, sample=args.sample, config=config,
+                       targets_from=args.targets_from)
             if len(attns) > 1:
                 v.architecture = f"{v.architecture} [{attn}]"
             print(v.line(), flush=True)
@@ -275,10 +280,13 @@ def _verify_all(args) -> int:
             detail = f"{r.get('subgraphs', 0)} subgraphs" if r["status"] == "ok" else r["reason"]
             print(f"{r['arch']:<44} {r['status']:<15} {detail}", flush=True)
 
-        rows = sweep.run("verify", archs, {"attn": attn, "sample": args.sample}, jobs=args.jobs,
+        rows = sweep.run("verify", archs, {"attn": attn, "sample": args.sample, "targets_from": args.targets_from},
+                         jobs=args.jobs,
                          timeout=args.timeout, label=f"verify {args.task} [{attn}]", on_result=show)
         table = {r["arch"]: r for r in rows}
         mode = attn if args.sample == "text" else f"{attn}, {args.sample} samples"
+        if args.targets_from != "default":
+            mode += f", {args.targets_from} targets"
         print(coverage.totals_line(f"{args.task} [{mode}]", table).replace("**", ""))
         if args.report:
             json_path = os.path.splitext(args.report)[0] + ".json"

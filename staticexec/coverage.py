@@ -13,6 +13,7 @@ CATEGORIES = {
     "ok": "ok",
     "n/a": "nothing to verify: the attention implementation is not supported, or the class has no forward",
     "refused": "the analysis refused (file:line and reason)",
+    "no-target": "the targets chosen as llm-compressor chooses them select no module of the model",
     "repeated-target": "the model calls one target module several times by design",
     "build-failed": "the tiny model can't be built",
     "run-failed": "the model itself can't run on CPU",

@@ -280,9 +280,9 @@ class BranchMismatch(RuntimeError):
 
 
 def expect_branch(taken: bool, expected: bool, where: str, test: str) -> None:
-    """Run-time check of a branch decided from the sample's tensor shapes when the subgraphs were emitted."""
+    """Run-time check of a branch decided from the sample (its inputs, shapes, the config) at emit time."""
     if taken != expected:
         raise BranchMismatch(
             f"{where}: `{test}` is {taken} for these inputs but was {expected} for the sample the subgraphs "
-            "were emitted for; emit them again for inputs of this shape"
+            "were emitted for; emit them again for inputs like these"
         )

@@ -27,7 +27,7 @@ from .callgraph import calls_in, node_id
 from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value
 from .messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
 from .plan import Plan, _blocks, exits
-from .source import ClassRef, FunctionRef, load_file, parse_function
+from .source import ClassRef, FunctionRef, load_file, location, parse_function
 from .cut import Step, build_subgraphs
 from .run import install_tripwires, outermost_targets
 
@@ -318,6 +318,7 @@ class Emitter:
         self.paths = {id(m): name for name, m in model.named_modules(remove_duplicate=False)}
         self._parsed: dict[str, tuple[cst.FunctionDef, int]] = {}
         self.called_targets: list[str] = []
+        self.where: tuple[str, int] = location(type(model))  # the plan statement being emitted, for refusals
         self.module_bindings: dict[str, str] = {}
 
     # ----- entry point ---------------------------------------------------------------------
@@ -325,11 +326,11 @@ class Emitter:
     def emit(self, targets_per_subgraph: int = 1) -> list:
         root = self.plan.function(self.plan.root)
         if root is None:
-            raise Refused([InstanceMismatch("", 0, f"the plan has no analysis of its root {self.plan.root}")])
+            raise Refused([InstanceMismatch(*location(type(self.model)), f"the plan has no analysis of its root {self.plan.root}")])
         expected = ClassRef.parse(root["self_class"])
         actual = _class_ref(type(self.model))
         if actual != expected:
-            raise Refused([InstanceMismatch("", 0, f"the plan is for {expected.name}, the model is {actual.name}")])
+            raise Refused([InstanceMismatch(*location(type(self.model)), f"the plan is for {expected}, the model is {actual}")])
         self._check_unresolved()
         self._check_containment()
         frame = self._frame(self.plan.root, root, self.model, rename=False, result=OUTPUT)
@@ -412,7 +413,7 @@ class Emitter:
     def _path_expr(self, module: Any) -> str:
         path = self.paths.get(id(module))
         if path is None:
-            raise Refused([InstanceMismatch("", 0, f"a {type(module).__name__} called by the forward is not a submodule of the model")])
+            raise Refused([InstanceMismatch(*self.where, f"a {type(module).__name__} called by the forward is not a submodule of the model")])
         expr = "self"
         for part in path.split(".") if path else []:
             expr += f"[{part}]" if part.isdigit() else (f".{part}" if part.isidentifier() else f"[{part!r}]")
@@ -565,6 +566,7 @@ class Emitter:
             stmt = stmts[i]
             i += 1
             line = entry["lines"][0]
+            self.where = (frame.entry["path"], line)
             if kind == "target":
                 self._target(frame, stmt, entry)
             elif kind == "ancestor":
@@ -714,7 +716,7 @@ class Emitter:
         calls = cached_calls(stmt)
         index = entry["call"].get("index", 0)
         if index >= len(calls):
-            raise Refused([InstanceMismatch("", entry["lines"][0], "the plan's call site is not in the source")])
+            raise Refused([InstanceMismatch(self.where[0], entry["lines"][0], "the plan's call site is not in the source")])
         return calls[index]
 
     def _concrete(self, frame: Frame, expr: cst.BaseExpression, line: int) -> Any:
@@ -877,22 +879,22 @@ class Emitter:
     def _decide(self, frame: Frame, test: cst.BaseExpression, line: int, dynamic: bool = False) -> bool:
         """Which branch of an `if` around target calls runs for the sample.
 
-        A decision that read the shape of a sample tensor (`pixel_values.size(0) > 0`)
-        holds for that shape only: the test runs again in the subgraphs, and a run on
-        inputs that would take the other branch stops with an error there.
+        A decision holds for inputs like the sample only (`x is None`, `len(...)`, the shape
+        of a sample tensor, a config flag): the test runs again in the subgraphs where it
+        stood, and a run on inputs that would take the other branch stops with
+        `BranchMismatch` there.
         """
         code = _code(test).strip()
         try:
-            value, read_shape = evaluate_condition(code, frame.values, frame.module_globals)
+            value, _ = evaluate_condition(code, frame.values, frame.module_globals)
             taken = _truth_of(value)
         except Undecidable as exc:
             if dynamic:
                 raise Refused([DynamicCondition(frame.entry["path"], line, f"`{code}`")]) from exc
             raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{code}`: {exc}")]) from exc
-        if read_shape:
-            check = _code(test.visit(_Rewrite(frame.rename))).strip()
-            where = self._origin(frame, line)
-            self._add(frame, f"{RUNTIME}.expect_branch(bool({check}), {taken!r}, {where!r}, {code!r})\n", line)
+        check = _code(test.visit(_Rewrite(frame.rename))).strip()
+        where = self._origin(frame, line)
+        self._add(frame, f"{RUNTIME}.expect_branch(bool({check}), {taken!r}, {where!r}, {code!r})\n", line)
         return taken
 
     def _unroll(self, frame: Frame, stmt: cst.For, entry: dict, line: int) -> None:
@@ -982,7 +984,7 @@ class Emitter:
                 prefix = ".".join(parts[:depth])
                 holder = self.model.get_submodule(prefix)
                 if str(_class_ref(type(holder))) in skipped:
-                    raise Refused([InstanceMismatch("", 0, f"{prefix} ({type(holder).__name__}) holds target {name} "
+                    raise Refused([InstanceMismatch(*location(type(holder)), f"{prefix} ({type(holder).__name__}) holds target {name} "
                                                           "but the analysis did not resolve a target below it")])
 
     def _receiver(self, module: Any, expr: str) -> Any:

@@ -13,6 +13,7 @@ import os
 import sys
 import textwrap
 from dataclasses import dataclass, field
+from typing import Any
 from functools import lru_cache
 
 import libcst as cst
@@ -278,3 +279,17 @@ def parse_function(sf: SourceFile, qualname: str) -> ParsedFunction | None:
 def function_source_hash(sf: SourceFile, qualname: str) -> str | None:
     node = function_node(sf, qualname)
     return sha256(sf.segment(node)) if node is not None else None
+
+
+def location(obj: Any) -> tuple[str, int]:
+    """The file (relative to the working folder when below it) and line where a class or function is defined."""
+    import inspect
+
+    try:
+        target = inspect.unwrap(obj)
+        path = inspect.getsourcefile(target) or inspect.getfile(target)
+        _, line = inspect.getsourcelines(target)
+    except (TypeError, OSError):
+        return getattr(obj, "__qualname__", repr(obj)), 0
+    rel = os.path.relpath(path)
+    return (path if rel.startswith("..") else rel), line

@@ -24,7 +24,8 @@ STARTUP_TIMEOUT = 300.0
 def _job_verify(arch: str, options: dict) -> dict:
     from .verify import verify
 
-    v = verify(arch, attn_implementation=options.get("attn", "eager"), sample=options.get("sample", "text"))
+    v = verify(arch, attn_implementation=options.get("attn", "eager"), sample=options.get("sample", "text"),
+               targets_from=options.get("targets_from", "default"))
     return {"status": v.status, "reason": v.reason, "subgraphs": v.subgraphs, "targets_called": v.targets_called,
             "targets": v.targets, "seconds": round(v.seconds, 2)}
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from .messages import UsageError
 
-__all__ = ["TargetSelection", "select_targets"]
+__all__ = ["TargetSelection", "pipeline_targets", "select_targets"]
 
 log = logging.getLogger("staticexec")
 
@@ -34,6 +34,17 @@ class TargetSelection:
     classes: tuple[str, ...]  # exact class names staticexec analyses and splits at
     modules: tuple[str, ...]  # the outermost selected modules, in `named_modules` order
     unmatched: tuple[str, ...]  # targets that selected no module (skipped)
+
+
+def pipeline_targets(model: Any) -> list[str]:
+    """The targets llm-compressor's sequential pipeline passes when the user names none.
+
+    As its `get_no_split_params`: the model's `_get_no_split_modules("auto")` where the model has
+    one, else `_no_split_modules` (in transformers 5 the root's set, which gathers its submodels').
+    """
+    gather = getattr(model, "_get_no_split_modules", None)
+    names = gather("auto") if callable(gather) else getattr(model, "_no_split_modules", None)
+    return sorted(names or [])
 
 
 def select_targets(model: Any, targets: str | Iterable[str], *, warn: bool = True) -> TargetSelection:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .messages import InstanceMismatch, Refused, UsageError
+from .source import location
 
 
 def check_call(model: Any, sample_input: Any, sequential_targets: Any) -> None:
@@ -106,13 +107,8 @@ def check_plan_is_for(plan_root_class: str, model: Any) -> None:
 
 def _where(obj: Any) -> str:
     """`path:line` of a class or function's source, relative to the working folder when below it."""
-    try:
-        target = inspect.unwrap(obj)
-        path = inspect.getsourcefile(target) or inspect.getfile(target)
-        _, line = inspect.getsourcelines(target)
-    except (TypeError, OSError):
-        return getattr(obj, "__qualname__", repr(obj))
-    return f"{relative(path)}:{line}"
+    path, line = location(obj)
+    return f"{path}:{line}" if line else path
 
 
 def relative(path: str) -> str:

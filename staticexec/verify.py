@@ -15,6 +15,7 @@ from typing import Any
 
 from .messages import Refused, UsageError
 from .run import outermost_targets
+from .targets import pipeline_targets, select_targets
 
 STATUSES = ("ok", "n/a", "refused", "repeated-target", "build-failed", "run-failed", "mismatch", "error")
 
@@ -94,7 +95,12 @@ def compare(expected: Any, actual: Any) -> str:
 
 
 def verify(architecture: str, *, attn_implementation: str = "eager", targets: list[str] | None = None,
-           config: Any = None, plan: Any = None, sample: str = "text") -> Verdict:
+           config: Any = None, plan: Any = None, sample: str = "text", targets_from: str = "default") -> Verdict:
+    """Check one architecture end to end on a tiny model.
+
+    `targets_from="llmcompressor"` takes the targets as llm-compressor's sequential pipeline
+    chooses them when given none: the model's `_no_split_modules`, absent classes skipped.
+    """
     import torch
 
     from . import tiny
@@ -114,6 +120,12 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
         else:
             verdict.status, verdict.reason = "build-failed", tiny.upstream_note(architecture, attn_implementation) + str(exc)
         return verdict
+    if targets_from == "llmcompressor" and not targets:
+        try:  # as the pipeline does: absent classes skipped, none matching is an error
+            targets = list(select_targets(model, pipeline_targets(model), warn=False).classes)
+        except UsageError as exc:
+            verdict.status, verdict.reason = "no-target", str(exc)
+            return verdict
     targets = targets or tiny.default_targets(model)
     verdict.targets = list(targets)
     held = {type(m).__name__ for m in model.modules()}

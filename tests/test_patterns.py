@@ -116,3 +116,23 @@ def test_a_branch_decided_from_a_shape_is_checked_when_the_subgraphs_run():
         assert torch.equal(run_subgraphs(model, subgraphs, other), model(**other))
         with pytest.raises(BranchMismatch, match=r"input_shape_condition.py:33: `images is not None and images.size\(0\) > 0`"):
             run_subgraphs(model, subgraphs, dict(sample, images=torch.randn(0, 5, 8)))
+
+
+def test_a_branch_decided_from_an_input_is_checked_when_the_subgraphs_run():
+    """input_presence_condition: emitted with `extra=None`, run with a tensor: BranchMismatch, not a skipped call;
+    run without the key the sample had: a ContractError, not a silent default."""
+    from staticexec.decorators import BranchMismatch
+    from staticexec.run import ContractError, run_subgraphs
+
+    fx = next(f for f in FIXTURES if f.name == "input_presence_condition")
+    plan, refused = _plan_or_refusal(fx)
+    assert refused is None, str(refused)
+    model, sample = fx.load().build()
+    sample = dict(sample, extra=None)
+    subgraphs = Emitter(plan, model, sample).emit()
+    with torch.no_grad():
+        assert torch.equal(run_subgraphs(model, subgraphs, sample), model(**sample))
+        with pytest.raises(BranchMismatch, match=r"input_presence_condition.py:\d+: `extra is not None`"):
+            run_subgraphs(model, subgraphs, dict(sample, extra=torch.randn(2, 5, 8)))
+        with pytest.raises(ContractError, match="extra"):
+            run_subgraphs(model, subgraphs, {"x": sample["x"]})

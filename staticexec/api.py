@@ -154,11 +154,15 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
     module are skipped with one warning line, and none matching is a UsageError.
     `plan` is a Plan, a plan file (validated; a stale or malformed one is refused), or a folder
     of committed plans (the model's plan is used when it is current, else the analysis runs).
+    Without `plan`, the plans shipped in the package for the installed transformers release
+    are that folder (`shipped_plans()`).
     `ignore` is accepted for compatibility and has no meaning here: nothing is traced.
     """
     del ignore
     check_call(model, sample_input, sequential_targets)
     targets = select_targets(model, sequential_targets).classes if sequential_targets else None
+    if plan is None:
+        plan = shipped_plans()
     if plan is not None and not isinstance(plan, (Plan, dict)) and os.path.isdir(plan):
         plan = _committed_plan(os.fspath(plan), model, targets)
     if plan is not None:
@@ -173,6 +177,17 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
             _PLANS[key] = loaded
     check_instance(model, loaded.doc, sample_input)
     return Emitter(loaded, model, sample_input).emit(targets_per_subgraph)
+
+
+SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shipped")
+
+
+def shipped_plans() -> str | None:
+    """The folder of plans shipped in the package for the installed transformers release, if any."""
+    from .plan import transformers_version
+
+    folder = os.path.join(SHIPPED, f"transformers-{transformers_version()}")
+    return folder if os.path.isdir(folder) else None
 
 
 def _committed_plan(folder: str, model: Any, targets: tuple[str, ...] | None) -> Plan | None:

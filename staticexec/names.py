@@ -9,6 +9,7 @@ itself, which is faster and knows the rules jedi can't.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 
 import jedi
@@ -41,7 +42,11 @@ class NameResolver:
             root = sf.path[: -len(sf.relpath)].rstrip(os.sep) or os.path.dirname(sf.path)
             project = self._projects.get(root)
             if project is None:
-                project = self._projects[root] = jedi.Project(root, smart_sys_path=False)
+                # the running process's sys.path, not the interpreter's default: folders added at run
+                # time (transformers' remote-code modules, a user's sys.path.insert) hold model code too
+                extra = [p for p in dict.fromkeys(os.path.realpath(e or os.getcwd()) for e in sys.path)
+                         if os.path.isdir(p)]
+                project = self._projects[root] = jedi.Project(root, smart_sys_path=False, added_sys_path=extra)
             script = jedi.Script(sf.text, path=sf.path, project=project)
             self._scripts[sf.path] = script
             self._scripts_hash[sf.path] = sf.hash

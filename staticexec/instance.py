@@ -6,7 +6,9 @@ whatever the instance adds around those forwards would silently not run in the s
 - forward hooks and pre-hooks (also with kwargs, and accelerate's `_hf_hook`) on the root or an
   ancestor of a target, and global module hooks (accelerate's CPU offload is honoured: its root
   hook only aligns devices, a no-op when everything runs on the sample's device, and the hooks
-  that load offloaded weights sit on the modules that are called as modules);
+  that load offloaded weights sit on the modules that are called as modules; compressed-tensors'
+  offloading, which llm-compressor's pipeline applies, is honoured when the sample is on the
+  onload device);
 - a `forward` set on the instance, or a class `forward` that is not the analysed one (replaced
   after the class was built, or wrapped by a class decorator).
 
@@ -66,6 +68,22 @@ def _honoured_accelerate_hook(hook: Any, model: Any, sample: Any) -> bool:
     return True
 
 
+def _honoured_offload_forward(module: Any, sample: Any) -> bool:
+    """compressed-tensors' offloading (what llm-compressor's pipeline puts on every module) sets an
+    instance `forward` that moves the call's tensors to the module's onload device, then calls the
+    class's own forward. Skipping it is exact when the sample is on that device already."""
+    func = getattr(vars(module)["forward"], "__func__", None)
+    original = getattr(module, "_original_forward_func", None)
+    code = getattr(func, "__code__", None)  # functools.wraps gave it the wrapped function's names
+    if code is None or original is None or "compressed_tensors" not in code.co_filename.replace("-", "_"):
+        return False
+    if getattr(func, "__wrapped__", None) is not original or original is not type(module).forward:
+        return False
+    device = getattr(module._parameters, "onload_device", None)
+    devices = {str(t.device) for t in _tensors(sample)}
+    return device is None or not devices or devices == {_device_name(device)}
+
+
 def _device_name(device: Any) -> str:
     import torch
 
@@ -101,7 +119,7 @@ def instance_refusals(model: Any, plan_doc: dict, sample: Any = None) -> list[Me
             if not _honoured_accelerate_hook(hook, model, sample):
                 out.append(InstanceHook(*_place(type(hook), module), f"accelerate's {type(hook).__name__} on {label}: "
                                         "its forward is inlined into the subgraphs, so the hook would not run"))
-        if "forward" in vars(module) and hf_hook is None:
+        if "forward" in vars(module) and hf_hook is None and not _honoured_offload_forward(module, sample):
             out.append(ReplacedForward(*_place(vars(module)["forward"], module),
                                        f"`forward` is set on the instance {label}, replacing {type(module).__name__}.forward"))
         expected = analysed.get(f"{type(module).__module__}:{type(module).__qualname__}")

@@ -85,11 +85,14 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("check", help="re-analyse committed plans against the installed transformers",
                         description="Re-analyse every plan in DIR (a folder written by `plan --all`) against the "
-                                    "installed transformers and report each architecture as unchanged, changed "
-                                    "(with a diff of statements, call chains and targets) or stale (same analysis, "
-                                    "other source). Exit 1 when anything changed or is stale.")
+                                    "installed transformers. Each architecture is unchanged; stale (same statements, "
+                                    "conditions and call chains, other lines or hashes); renamed (stale once names "
+                                    "renamed across the release are applied, reported once as a summary); or changed "
+                                    "(with a diff). Architectures new in the installed transformers, or removed from "
+                                    "it, are listed. Exit 1 unless every plan is unchanged and none is new or removed.")
     sp.add_argument("folder", metavar="DIR")
     sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
+    sp.add_argument("--no-cache", action="store_true", help="re-analyse every plan, ignoring the on-disk cache")
 
     sp = sub.add_parser("verify", help="check architectures end to end on tiny models",
                         description="For each ARCH: build a tiny random model, run its own forward and the "
@@ -297,14 +300,13 @@ def cmd_graph(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .plans import check
+    from .plans import CACHE_DIR, check
 
-    changed, report = check(args.folder, jobs=args.jobs)
-    for line in report:
+    result = check(args.folder, jobs=args.jobs, cache=None if args.no_cache else CACHE_DIR)
+    for line in result.report:
         print(line)
-    total = sum(1 for line in report if not line.startswith(" "))
-    print(f"{total} architectures: {total - changed} unchanged, {changed} changed or stale")
-    return 1 if changed else 0
+    print(result.summary() + (f" ({result.cached} re-made from the plan cache)" if result.cached else ""))
+    return 0 if result.current else 1
 
 
 COMMANDS = {"plan": cmd_plan, "check": cmd_check, "graph": cmd_graph, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TRANSFORMERS_VERSION := $(shell sed -n 's/^transformers==//p' constraints.txt)
 
-.PHONY: install test verify coverage plans bench clean
+.PHONY: install test verify coverage plans bench matrix clean
 
 install: $(STAMP)
 
@@ -36,8 +36,13 @@ coverage: install
 plans: install
 	$(BIN)/staticexec plan --all --out fixtures/plans/transformers-$(TRANSFORMERS_VERSION)
 
+# every supported transformers release in an environment of its own, resumable release by release:
+# make matrix RELEASES="5.17.0 5.24.0"; writes docs/compatibility.md
+matrix: install
+	nice -n 10 $(BIN)/staticexec matrix $(if $(RELEASES),--releases $(RELEASES))
+
 bench: install
 	$(BIN)/python benchmarks/emit_and_run.py --out docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .staticexec-cache
+	rm -rf $(VENV) .pytest_cache .staticexec-cache .matrix-envs

@@ -176,8 +176,9 @@ def run_release(results: str, jobs: int, timeout: float) -> dict:
     todo = [c for c in cases() if c.spec not in data["rows"]]
     os.makedirs(os.path.dirname(os.path.abspath(results)), exist_ok=True)
 
-    def keep(row: dict) -> None:
-        spec = row.pop("arch")
+    def keep(result: dict) -> None:
+        row = {k: v for k, v in result.items() if k != "arch"}
+        spec = result["arch"]
         data["rows"][spec] = row
         write_atomic(results, json.dumps(data, indent=1, sort_keys=True) + "\n")
         print(f"  {spec.split('|')[0]:<44} {row['status']:<15} {row.get('reason', '')[:100]}", flush=True)

@@ -212,10 +212,11 @@ def _own_pins(root: str) -> list[str]:
 def build_env(release: str, envs: str, root: str) -> str:
     """The environment for `release` (built once): its python."""
     env = os.path.join(envs, f"transformers-{release}")
-    python = os.path.join(env, "bin", "python")
     stamp = os.path.join(env, ".staticexec-matrix")
     if os.path.exists(stamp):
-        return python
+        # by its real path: run through a symlinked folder, the analysis can't place transformers' files
+        return os.path.join(os.path.realpath(env), "bin", "python")
+    python = os.path.join(os.path.abspath(env), "bin", "python")
     pins = os.path.join(envs, "own-pins.txt")
     os.makedirs(envs, exist_ok=True)
     with open(pins, "w", encoding="utf-8") as handle:

@@ -17,7 +17,7 @@ def test_plan_one_uses_the_cache_until_a_source_changes(tmp_path, monkeypatch):
     out, cache = tmp_path / "out", tmp_path / "cache"
     out.mkdir()
     row = plans.plan_one("Qwen2ForCausalLM", str(out), str(cache))
-    assert row["status"] == "ok" and row["targets"] == ["Qwen2DecoderLayer"]
+    assert row["status"] == "ok" and row["targets"] == ["Qwen2DecoderLayer"], row
     first = (out / "Qwen2ForCausalLM.json").read_text()
 
     import staticexec.api as api

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import jedi
 import parso.cache
 
-from .source import SourceFile, known_module, load_file
+from .source import SourceFile, known_module, load_file, module_for_path
 
 
 def _save_atomically(hashed_grammar, path, item, cache_path=None) -> None:
@@ -106,7 +106,10 @@ class NameResolver:
             if not full or not jedi_module:
                 continue
             qual = full[len(jedi_module) + 1 :] if full.startswith(jedi_module + ".") else full
-            known = known_module(path)
+            # jedi names a module after the sys.path entry it found it through; one reached through a
+            # symlinked folder (a virtual environment linked into place) gets a name relative to the
+            # wrong root ("auto.modeling_auto"). A source file is named as source.py names it, by real path.
+            known = known_module(path) or (module_for_path(path)[0] if path and path.endswith(".py") else None)
             if name.type == "module":
                 module, qual = (known or full), ""
             else:

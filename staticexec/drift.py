@@ -10,7 +10,10 @@ The verdict is decided on the plan's structure, never on its text:
   old plan's code (a release that renames `past_key_values=` to `cache=`
   in every call); the renames are reported, not the statements;
 - **changed**: anything else; `diff` lists what, with the renames applied
-  first so that they don't drown the real change.
+  first so that they don't drown the real change. A plan whose only other
+  change is decorators added or removed (a release that puts
+  `@deprecate_kwarg(...)` on every forward) is changed, but marked as such, so
+  that `check` reports the edit once for every plan that has it.
 
 Code in a plan is cut (calls at 160 characters, chain steps at 100); two
 cut texts are compared on the part both show.
@@ -52,6 +55,25 @@ class Code:
 class Verdict:
     kind: str  # "unchanged", "stale", "renamed" or "changed"
     renames: dict[str, str] = field(default_factory=dict)
+    decorators: list[str] = field(default_factory=list)  # "+ @d" / "- @d": decorators added or removed
+    only_decorators: bool = False  # changed, but by nothing more than the renames and `decorators`
+
+
+def decorator_edits(old_doc: dict, new_doc: dict) -> list[str]:
+    """Decorators added to or removed from the functions both plans analyse."""
+    from collections import Counter
+
+    edits = set()
+    for node in old_doc["functions"].keys() & new_doc["functions"].keys():
+        a = Counter(old_doc["functions"][node].get("decorators", []))
+        b = Counter(new_doc["functions"][node].get("decorators", []))
+        edits |= {f"+ @{d}" for d in b - a} | {f"- @{d}" for d in a - b}
+    return sorted(edits)
+
+
+def _without_decorators(shaped: Any) -> Any:
+    return {**shaped, "functions": {n: {k: v for k, v in e.items() if k != "decorators"}
+                                    for n, e in shaped.get("functions", {}).items()}}
 
 
 def without_versions(doc: dict | None) -> dict | None:
@@ -223,9 +245,17 @@ def compare(old_doc: dict, new_doc: dict) -> Verdict:
         return Verdict("stale")
     renames = consistent(find_renames(old, new))
     if renames and equal(old, new, renames):
-        needed = {a: b for a, b in renames.items() if not equal(old, new, {k: v for k, v in renames.items() if k != a})}
-        return Verdict("renamed", needed or renames)
-    return Verdict("changed", renames)
+        return Verdict("renamed", _needed(old, new, renames))
+    edits = decorator_edits(old_doc, new_doc)
+    bare_old, bare_new = _without_decorators(old), _without_decorators(new)
+    if edits and equal(bare_old, bare_new, renames):
+        return Verdict("changed", _needed(bare_old, bare_new, renames), edits, only_decorators=True)
+    return Verdict("changed", renames, edits)
+
+
+def _needed(old: Any, new: Any, renames: dict[str, str]) -> dict[str, str]:
+    """The renames without which the shapes differ."""
+    return {a: b for a, b in renames.items() if not equal(old, new, {k: v for k, v in renames.items() if k != a})}
 
 
 # ----- what a changed plan shows ---------------------------------------------------------------

@@ -160,6 +160,7 @@ class CheckResult:
     new: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     renames: dict[str, list[str]] = field(default_factory=dict)  # "a -> b" -> the architectures renaming it
+    decorators: dict[str, list[str]] = field(default_factory=dict)  # "+ @d" -> the plans changed only by it
     report: list[str] = field(default_factory=list)
     cached: int = 0
 
@@ -248,10 +249,14 @@ def judge(folder: str, index: dict, fresh: str, rows: dict[str, dict], installed
             comparisons[arch] = (old_doc, new_doc, drift.compare(old_doc, new_doc), "")
     for arch, (old_doc, new_doc, verdict, note) in comparisons.items():
         result.verdicts[arch] = verdict.kind
-        if verdict.kind == "renamed":
+        if verdict.kind == "renamed" or verdict.only_decorators:
             for a, b in verdict.renames.items():
                 result.renames.setdefault(f"{a} -> {b}", []).append(arch)
-        if verdict.kind == "changed" and old_doc is not None and new_doc is not None and not note:
+        if verdict.only_decorators:
+            for edit in verdict.decorators:
+                result.decorators.setdefault(edit, []).append(arch)
+            result.report.append(f"{arch}: changed: only by the release-wide edits summarised below")
+        elif verdict.kind == "changed" and old_doc is not None and new_doc is not None and not note:
             result.report.append(f"{arch}: changed:")
             result.report += drift.diff(old_doc, new_doc, verdict.renames) or ["  (same statements; other details)"]
         elif verdict.kind == "renamed":
@@ -263,6 +268,9 @@ def judge(folder: str, index: dict, fresh: str, rows: dict[str, dict], installed
             result.report.append(f"{arch}: {verdict.kind}{': ' + note if note else ''}")
     for pair, where in sorted(result.renames.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         result.report.append(f"renamed in {len(where)} plans: {pair}")
+    for edit, where in sorted(result.decorators.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        what = "added to" if edit.startswith("+") else "removed from"
+        result.report.append(f"decorator {what} forwards in {len(where)} plans: {edit[2:]}")
     result.report += [f"new: {arch} (no plan in {folder})" for arch in result.new]
     result.report += [f"removed: {arch} (not in the installed transformers)" for arch in result.removed]
     return result

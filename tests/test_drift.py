@@ -175,3 +175,33 @@ def test_a_status_that_moved_is_changed(tmp_path):
     result = plans.judge(folder, index, fresh, rows, ["AForCausalLM"], "2.0")
     assert result.verdicts == {"AForCausalLM": "changed"}
     assert result.report == ["AForCausalLM: changed: ok -> refused x.py:3: no call path"]
+
+
+def _add_decorator(doc: dict, decorator: str) -> dict:
+    doc = copy.deepcopy(doc)
+    for entry in doc["functions"].values():
+        entry["decorators"] = entry["decorators"] + [decorator]
+    return doc
+
+
+def test_a_decorator_added_to_every_forward_is_reported_once(tmp_path):
+    doc = _plan()
+    deprecate = 'deprecate_kwarg("mask", "5.40.0", new_name="attention_mask")'
+    edited = _add_decorator(_rename(doc, "mask", "attention_mask"), deprecate)
+    verdict = drift.compare(doc, edited)
+    assert verdict.kind == "changed" and verdict.only_decorators
+    assert verdict.decorators == [f"+ @{deprecate}"] and verdict.renames == {"mask": "attention_mask"}
+    other = copy.deepcopy(edited)
+    next(s for s in _statements(other) if s["kind"] == "target")["kind"] = "ancestor"
+    assert not drift.compare(doc, other).only_decorators  # a real change besides is shown as a diff
+
+    pairs = {f"Arch{i}ForCausalLM": (doc, edited) for i in range(20)}
+    pairs["OddForCausalLM"] = (doc, other)
+    folder, index, fresh, rows = _folders(tmp_path, pairs)
+    result = plans.judge(folder, index, fresh, rows, sorted(pairs), "2.0")
+    assert result.counts == {"changed": 21}
+    assert [l for l in result.report if l.startswith("decorator ")] == [
+        f"decorator added to forwards in 20 plans: @{deprecate}"]
+    assert [l for l in result.report if l.startswith("renamed in")] == ["renamed in 20 plans: mask -> attention_mask"]
+    assert "OddForCausalLM: changed:" in result.report
+    assert sum(1 for l in result.report if l.startswith("      ")) < 10  # only the odd plan has a diff

@@ -100,7 +100,8 @@ def _parser() -> argparse.ArgumentParser:
                                     "verify over the foundation architectures, 40 more over every task, the "
                                     "vision-language models with multimodal samples and the encoder-decoder "
                                     "targets, and keep the results in a JSON per release (resumable). Then write "
-                                    "the report from every release's results.")
+                                    "the report from every release's results. Exit 1 when a case of a release run "
+                                    "is not ok (refused is a verdict, not a failure).")
     sp.add_argument("--releases", nargs="+", metavar="RELEASE", help="which releases (default: 5.15 to 5.24, "
                     "the newest patch of each minor)")
     sp.add_argument("--envs", default=".matrix-envs", metavar="DIR", help="where the environments are built")

@@ -247,8 +247,12 @@ def run(releases: list[str], envs: str, cache: str, report: str, jobs: int, time
         subprocess.run([python, "-m", "staticexec.matrix", os.path.abspath(results), str(jobs), str(timeout)],
                        check=True, cwd=root)
     write_report(cache, report)
-    print(f"{report} written")
-    return 0
+    bad = {}
+    for release in releases:
+        rows = (_read(os.path.join(cache, f"transformers-{release}.json")) or {}).get("rows", {})
+        bad[release] = sum(1 for row in rows.values() if verdict_of(row["status"]) == "not-ok")
+    print(f"{report} written; not ok: " + ", ".join(f"{r} {n}" for r, n in bad.items()))
+    return 1 if any(bad.values()) else 0
 
 
 # ----- docs/compatibility.md ------------------------------------------------------------------

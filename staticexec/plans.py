@@ -5,7 +5,9 @@ architecture of the installed transformers, plus DIR/index.json with each
 architecture's status, targets, config model types and source hashes. A
 failure is recorded in the index and never stops the rest. An on-disk cache
 keyed by the content of every file an analysis read makes a second run over
-unchanged sources cheap.
+unchanged sources cheap. `check` re-makes a folder's plans against the
+installed transformers (from that cache where it can) and has `drift` judge
+each one; it also lists the architectures new to the release or removed.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TRANSFORMERS_VERSION := $(shell sed -n 's/^transformers==//p' constraints.txt)
 
-.PHONY: install test verify coverage plans bench clean client-install client
+.PHONY: install test verify coverage plans bench matrix clean client-install client
 
 install: $(STAMP)
 
@@ -57,9 +57,13 @@ $(CLIENT_STAMP): pyproject.toml constraints-client.txt
 # end-to-end runs of llm-compressor's oneshot with staticexec's subgraphs (tests/client)
 client: client-install
 	$(CLIENT_BIN)/pytest -q -m client tests/client
+# every supported transformers release in an environment of its own, resumable release by release:
+# make matrix RELEASES="5.17.0 5.24.0"; writes docs/compatibility.md
+matrix: install
+	nice -n 10 $(BIN)/staticexec matrix $(if $(RELEASES),--releases $(RELEASES))
 
 bench: install
 	$(BIN)/python benchmarks/emit_and_run.py --out docs/benchmarks.md
 
 clean:
-	rm -rf $(VENV) $(CLIENT_VENV) .pytest_cache .staticexec-cache
+	rm -rf $(VENV) $(CLIENT_VENV) .pytest_cache .staticexec-cache .matrix-envs

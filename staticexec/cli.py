@@ -33,6 +33,7 @@ examples:
   staticexec plan --all --out plans/                writes every plan and plans/index.json
   staticexec check plans/                          what changed since the plans were made
   staticexec graph LlavaForConditionalGeneration --out llava.svg
+  staticexec matrix --releases 5.17.0 5.24.0       verify on other transformers releases
 
 exit codes: 0 ok, 1 refused or not verified, 2 bad usage or input
 """
@@ -86,11 +87,31 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("check", help="re-analyse committed plans against the installed transformers",
                         description="Re-analyse every plan in DIR (a folder written by `plan --all`) against the "
-                                    "installed transformers and report each architecture as unchanged, changed "
-                                    "(with a diff of statements, call chains and targets) or stale (same analysis, "
-                                    "other source). Exit 1 when anything changed or is stale.")
+                                    "installed transformers. Each architecture is unchanged; stale (same statements, "
+                                    "conditions and call chains, other lines or hashes); renamed (stale once names "
+                                    "renamed across the release are applied, reported once as a summary); or changed "
+                                    "(with a diff; decorators added to every forward are reported once). Architectures new in the installed transformers, or removed from "
+                                    "it, are listed. Exit 1 unless every plan is unchanged and none is new or removed.")
     sp.add_argument("folder", metavar="DIR")
     sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
+    sp.add_argument("--no-cache", action="store_true", help="re-analyse every plan, ignoring the on-disk cache")
+
+    sp = sub.add_parser("matrix", help="verify a fixed set of cases on every supported transformers release",
+                        description="For each RELEASE: build an environment with that transformers (once), run "
+                                    "verify over the foundation architectures, 40 more over every task, the "
+                                    "vision-language models with multimodal samples and the encoder-decoder "
+                                    "targets, and keep the results in a JSON per release (resumable). Then write "
+                                    "the report from every release's results. Exit 1 when a case of a release run "
+                                    "is not ok (refused is a verdict, not a failure).")
+    sp.add_argument("--releases", nargs="+", metavar="RELEASE", help="which releases (default: 5.15 to 5.24, "
+                    "the newest patch of each minor)")
+    sp.add_argument("--envs", default=".matrix-envs", metavar="DIR", help="where the environments are built")
+    sp.add_argument("--results", default=None, metavar="DIR",
+                    help="the JSON per release (default: .staticexec-cache/matrix)")
+    sp.add_argument("--report", default="docs/compatibility.md", metavar="FILE.md")
+    sp.add_argument("--report-only", action="store_true", help="only write the report from the results there are")
+    sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers in each release")
+    sp.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
 
     sp = sub.add_parser("verify", help="check architectures end to end on tiny models",
                         description="For each ARCH: build a tiny random model, run its own forward and the "
@@ -306,17 +327,30 @@ def cmd_graph(args) -> int:
 
 
 def cmd_check(args) -> int:
-    from .plans import check
+    from .plans import CACHE_DIR, check
 
-    changed, report = check(args.folder, jobs=args.jobs)
-    for line in report:
+    result = check(args.folder, jobs=args.jobs, cache=None if args.no_cache else CACHE_DIR)
+    for line in result.report:
         print(line)
-    total = sum(1 for line in report if not line.startswith(" "))
-    print(f"{total} architectures: {total - changed} unchanged, {changed} changed or stale")
-    return 1 if changed else 0
+    print(result.summary() + (f" ({result.cached} re-made from the plan cache)" if result.cached else ""))
+    return 0 if result.current else 1
 
 
-COMMANDS = {"plan": cmd_plan, "check": cmd_check, "graph": cmd_graph, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}
+def cmd_matrix(args) -> int:
+    from . import matrix
+
+    cache = args.results or matrix.CACHE
+    unknown = sorted(set(args.releases or []) - set(matrix.RELEASES))
+    if unknown:
+        raise UsageError(f"release {', '.join(unknown)} is not in the matrix ({' '.join(matrix.RELEASES)})")
+    if args.report_only:
+        matrix.write_report(cache, args.report)
+        print(f"{args.report} written")
+        return 0
+    return matrix.run(args.releases or matrix.RELEASES, args.envs, cache, args.report, args.jobs, args.timeout)
+
+
+COMMANDS = {"matrix": cmd_matrix, "plan": cmd_plan, "check": cmd_check, "graph": cmd_graph, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -324,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         if not args.command:
-            raise UsageError("name a command: plan, explain, emit, verify, check or graph (see `staticexec --help`)")
+            raise UsageError("name a command: plan, explain, emit, verify, check, graph or matrix (see `staticexec --help`)")
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"staticexec: {exc}", file=sys.stderr)

@@ -9,12 +9,52 @@ itself, which is faster and knows the rules jedi can't.
 from __future__ import annotations
 
 import os
+import pickle
 import sys
+import tempfile
 from dataclasses import dataclass
 
 import jedi
+import parso.cache
 
-from .source import SourceFile, known_module, load_file
+from .source import SourceFile, known_module, load_file, module_for_path
+
+
+def _save_atomically(hashed_grammar, path, item, cache_path=None) -> None:
+    """parso's cache write, made whole-or-nothing: a temporary file renamed into place.
+
+    parso pickles a parsed module straight into its cache file. A process
+    reading that file while another writes it (parallel workers planning on a
+    cold cache), or after a worker was killed mid-write, unpickles a cut file;
+    jedi's `goto` then raises and the names of that module (every `torch.*`
+    function, from torch's 30,000-line stub) come out unresolved. With the
+    rename, a reader sees no file or a whole one.
+    """
+    target = parso.cache._get_hashed_path(hashed_grammar, path, cache_path=cache_path)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=".pkl")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(item, handle, pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+_parso_load = parso.cache._load_from_file_system
+
+
+def _load_or_miss(hashed_grammar, path, p_time, cache_path=None):
+    """parso's cache read, where a cut or unreadable file (left by an older writer) is a miss, not an error."""
+    try:
+        return _parso_load(hashed_grammar, path, p_time, cache_path=cache_path)
+    except (EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError, ValueError):
+        return None
+
+
+parso.cache._save_to_file_system = _save_atomically
+parso.cache._load_from_file_system = _load_or_miss
 
 
 @dataclass(frozen=True)
@@ -71,7 +111,10 @@ class NameResolver:
             if not full or not jedi_module:
                 continue
             qual = full[len(jedi_module) + 1 :] if full.startswith(jedi_module + ".") else full
-            known = known_module(path)
+            # jedi names a module after the sys.path entry it found it through; one reached through a
+            # symlinked folder (a virtual environment linked into place) gets a name relative to the
+            # wrong root ("auto.modeling_auto"). A source file is named as source.py names it, by real path.
+            known = known_module(path) or (module_for_path(path)[0] if path and path.endswith(".py") else None)
             if name.type == "module":
                 module, qual = (known or full), ""
             else:

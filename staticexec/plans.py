@@ -5,7 +5,9 @@ architecture of the installed transformers, plus DIR/index.json with each
 architecture's status, targets, config model types and source hashes. A
 failure is recorded in the index and never stops the rest. An on-disk cache
 keyed by the content of every file an analysis read makes a second run over
-unchanged sources cheap.
+unchanged sources cheap. `check` re-makes a folder's plans against the
+installed transformers (from that cache where it can) and has `drift` judge
+each one; it also lists the architectures new to the release or removed.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -41,7 +44,24 @@ def _environment_key() -> str:
 
 
 def _cache_path(cache: str, arch: str) -> str:
-    return os.path.join(cache, "plans", f"{arch}.json")
+    """One entry per architecture and installed transformers, so several releases share one cache."""
+    return os.path.join(cache, "plans", _transformers_key(), f"{arch}.json")
+
+
+@lru_cache(maxsize=1)
+def _transformers_key() -> str:
+    """The installed transformers, by version and place, without importing it."""
+    from importlib.util import find_spec
+
+    spec = find_spec("transformers")
+    where = os.path.dirname(spec.origin) if spec and spec.origin else "?"
+    try:
+        from importlib.metadata import version
+
+        release = version("transformers")
+    except Exception:  # pragma: no cover
+        release = "?"
+    return f"{release}-{hashlib.sha256(where.encode()).hexdigest()[:8]}"
 
 
 def _file_hashes(paths: set[str]) -> dict[str, str]:
@@ -133,69 +153,51 @@ def write_index(out: str, rows: list[dict], transformers: str) -> dict:
     return index
 
 
-def _flatten(statements: list[dict], depth: int = 0) -> list[tuple[str, str]]:
-    """(comparable text without line numbers, shown text with them) for each non-opaque statement."""
-    out = []
-    for s in statements:
-        if s["kind"] == "opaque":
-            continue
-        detail = ""
-        if "call" in s:
-            detail = s["call"]["code"][:90]
-            extra = s["call"].get("targets") or s["call"].get("callees") or []
-            detail += f" -> {', '.join(extra)}"
-        elif "condition" in s:
-            detail = f"if {s['condition']['code']} ({s['condition']['class']})"
-        elif "iter" in s:
-            detail = f"for ... in {s['iter']['code']}"
-        else:
-            detail = s.get("statement", "")
-        indent = "  " * depth
-        out.append((f"{indent}{s['kind']} {detail}", f"{indent}{s['kind']:<8} line {s['lines'][0]:<5} {detail}"))
-        for block in ("body", "orelse"):
-            out += _flatten(s.get(block, []), depth + 1)
-    return out
+@dataclass
+class CheckResult:
+    """What `check` found: a verdict per planned architecture, and the architectures added or removed."""
+
+    transformers: str
+    planned_with: str
+    verdicts: dict[str, str] = field(default_factory=dict)  # arch -> unchanged, stale, renamed or changed
+    new: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    renames: dict[str, list[str]] = field(default_factory=dict)  # "a -> b" -> the architectures renaming it
+    decorators: dict[str, list[str]] = field(default_factory=dict)  # "+ @d" -> the plans changed only by it
+    report: list[str] = field(default_factory=list)
+    cached: int = 0
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for verdict in self.verdicts.values():
+            out[verdict] = out.get(verdict, 0) + 1
+        return out
+
+    @property
+    def current(self) -> bool:
+        return not self.new and not self.removed and all(v == "unchanged" for v in self.verdicts.values())
+
+    def summary(self) -> str:
+        counts = self.counts
+        parts = [f"{counts.get(k, 0)} {k}" for k in ("unchanged", "stale", "renamed", "changed")]
+        return (f"{len(self.verdicts)} architectures planned with transformers {self.planned_with or '?'}, "
+                f"checked on {self.transformers}: {', '.join(parts)}; {len(self.new)} new, {len(self.removed)} removed")
 
 
-def structure(doc: dict) -> dict:
-    return {
-        "targets": sorted(doc["targets"]),
-        "functions": {n: [a for a, _ in _flatten(e["statements"])] for n, e in doc["functions"].items()},
-    }
+def check(folder: str, jobs: int = 1, cache: str | None = CACHE_DIR,
+          installed: list[str] | None = None) -> CheckResult:
+    """Re-analyse committed plans against the installed transformers and say what moved, and how.
 
-
-def diff(old: dict, new: dict) -> list[str]:
-    """What moved between two plans: targets, reaching functions, statements and call chains."""
-    import difflib
-
-    lines: list[str] = []
-    if sorted(old["targets"]) != sorted(new["targets"]):
-        lines.append(f"  targets: {sorted(old['targets'])} -> {sorted(new['targets'])}")
-    for node in sorted(set(old["functions"]) | set(new["functions"])):
-        a, b = old["functions"].get(node), new["functions"].get(node)
-        if a is None:
-            lines.append(f"  + reaching function {node}")
-            continue
-        if b is None:
-            lines.append(f"  - reaching function {node}")
-            continue
-        fa, fb = _flatten(a["statements"]), _flatten(b["statements"])
-        if [x for x, _ in fa] != [x for x, _ in fb]:
-            lines.append(f"  ~ {node}")
-            matcher = difflib.SequenceMatcher(a=[x for x, _ in fa], b=[x for x, _ in fb], autojunk=False)
-            for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-                if tag == "equal":
-                    continue
-                lines += [f"      - {shown}" for _, shown in fa[i1:i2]]
-                lines += [f"      + {shown}" for _, shown in fb[j1:j2]]
-    return lines
-
-
-def check(folder: str, jobs: int = 1) -> tuple[int, list[str]]:
-    """Re-analyse committed plans against the installed transformers: unchanged, changed or stale."""
+    Each plan is re-made (from the plan cache when every file its analysis
+    read is unchanged, else in worker processes) and compared on its
+    structure (`drift`). Architectures the installed transformers has and
+    the folder lacks are new; the reverse are removed and not re-analysed.
+    """
     import tempfile
 
     from . import sweep
+    from .plan import transformers_version
 
     index_path = os.path.join(folder, INDEX)
     try:
@@ -206,45 +208,76 @@ def check(folder: str, jobs: int = 1) -> tuple[int, list[str]]:
     except json.JSONDecodeError as exc:
         raise UsageError(f"{index_path}: not JSON ({exc.msg})") from exc
     check_index(index, index_path)
-    archs = sorted(index["architectures"])
-    report: list[str] = []
-    changed = 0
+    if installed is None:
+        from .architectures import all_generative
+
+        installed = all_generative()
+    planned = sorted(index.get("architectures", {}))
+    archs = [a for a in planned if a in set(installed)]
+    cache = os.path.abspath(cache) if cache else None
     with tempfile.TemporaryDirectory() as scratch:
-        rows = sweep.run("plan", archs, {"out": scratch, "cache": None}, jobs=jobs, timeout=600, label="check")
-        for row in rows:
-            arch = row["arch"]
-            old_row = index["architectures"][arch]
-            old_path, new_path = os.path.join(folder, f"{arch}.json"), os.path.join(scratch, f"{arch}.json")
-            old_doc = _read(old_path)
-            new_doc = _read(new_path)
-            if old_row["status"] != row["status"]:
-                changed += 1
-                report.append(f"{arch}: changed: {old_row['status']} -> {row['status']} {row.get('reason', '')}".rstrip())
-                continue
-            if old_doc is None and new_doc is None:
-                report.append(f"{arch}: unchanged ({row['status']})")
-                continue
-            if _comparable(old_doc) == _comparable(new_doc):
-                report.append(f"{arch}: unchanged")
-                continue
-            changed += 1
-            if old_doc is MALFORMED:
-                moved = [f"  plan file {old_path} is malformed (not a JSON object)"]
-            else:
-                moved = diff(old_doc, new_doc) if old_doc and new_doc else ["  plan file missing"]
-            if not moved:
-                report.append(f"{arch}: stale: same statements and chains, other source (hashes or lines)")
-            else:
-                report.append(f"{arch}: changed:")
-                report += moved
-    return changed, report
+        rows = {}
+        for arch in archs:  # the cache is read here: unchanged sources need no worker at all
+            if cache and _cached(cache, arch) is not None:
+                rows[arch] = plan_one(arch, scratch, cache)
+        cached = len(rows)
+        missing = [a for a in archs if a not in rows]
+        for row in sweep.run("plan", missing, {"out": scratch, "cache": cache}, jobs=jobs, timeout=600, label="check"):
+            rows[row["arch"]] = row
+        result = judge(folder, index, scratch, rows, installed, transformers_version())
+    result.cached = cached
+    return result
 
 
-def _comparable(doc: dict | None) -> dict | None:
-    """A plan without the versions it was made with: equal sources and analysis make equal plans."""
-    if doc is None:
-        return None
-    return {k: v for k, v in doc.items() if k not in ("transformers", "staticexec")}
+def judge(folder: str, index: dict, fresh: str, rows: dict[str, dict], installed: list[str],
+          transformers: str) -> CheckResult:
+    """Compare the plans in `folder` (described by `index`) with those re-made into `fresh` (`rows`)."""
+    from . import drift
+
+    planned = sorted(index.get("architectures", {}))
+    result = CheckResult(transformers, index.get("transformers", ""))
+    result.new = sorted(set(installed) - set(planned))
+    result.removed = sorted(set(planned) - set(installed))
+    comparisons: dict[str, tuple[dict | None, dict | None, drift.Verdict, str]] = {}
+    for arch in sorted(rows):
+        row, old_row = rows[arch], index["architectures"][arch]
+        old_doc, new_doc = _read(os.path.join(folder, f"{arch}.json")), _read(os.path.join(fresh, f"{arch}.json"))
+        if old_row["status"] != row["status"]:
+            note = f"{old_row['status']} -> {row['status']} {row.get('reason', '')}".rstrip()
+            comparisons[arch] = (old_doc, new_doc, drift.Verdict("changed"), note)
+        elif old_doc is None and new_doc is None:
+            comparisons[arch] = (None, None, drift.Verdict("unchanged"), "")
+        elif old_doc is None or new_doc is None:
+            comparisons[arch] = (old_doc, new_doc, drift.Verdict("changed"), "plan file missing")
+        else:
+            comparisons[arch] = (old_doc, new_doc, drift.compare(old_doc, new_doc), "")
+    for arch, (old_doc, new_doc, verdict, note) in comparisons.items():
+        result.verdicts[arch] = verdict.kind
+        if verdict.kind == "renamed" or verdict.only_decorators:
+            for a, b in verdict.renames.items():
+                result.renames.setdefault(f"{a} -> {b}", []).append(arch)
+        if verdict.only_decorators:
+            for edit in verdict.decorators:
+                result.decorators.setdefault(edit, []).append(arch)
+            result.report.append(f"{arch}: changed: only by the release-wide edits summarised below")
+        elif verdict.kind == "changed" and old_doc is not None and new_doc is not None and not note:
+            result.report.append(f"{arch}: changed:")
+            result.report += drift.diff(old_doc, new_doc, verdict.renames) or ["  (same statements; other details)"]
+        elif verdict.kind == "renamed":
+            renamed = ", ".join(f"{a} -> {b}" for a, b in verdict.renames.items())
+            result.report.append(f"{arch}: renamed: {renamed}")
+        elif verdict.kind == "stale":
+            result.report.append(f"{arch}: stale: same statements, conditions and call chains; other lines or hashes")
+        else:
+            result.report.append(f"{arch}: {verdict.kind}{': ' + note if note else ''}")
+    for pair, where in sorted(result.renames.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        result.report.append(f"renamed in {len(where)} plans: {pair}")
+    for edit, where in sorted(result.decorators.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        what = "added to" if edit.startswith("+") else "removed from"
+        result.report.append(f"decorator {what} forwards in {len(where)} plans: {edit[2:]}")
+    result.report += [f"new: {arch} (no plan in {folder})" for arch in result.new]
+    result.report += [f"removed: {arch} (not in the installed transformers)" for arch in result.removed]
+    return result
 
 
 MALFORMED: dict = {"malformed": True}  # a plan file that exists but is not a JSON object

@@ -54,7 +54,14 @@ def _job_plan(arch: str, options: dict) -> dict:
     return plan_one(arch, options["out"], options.get("cache"))
 
 
-JOBS: dict[str, Callable[[str, dict], dict]] = {"verify": _job_verify, "forward": _job_forward, "plan": _job_plan}
+def _job_matrix(spec: str, options: dict) -> dict:
+    from .matrix import run_case
+
+    return run_case(spec, options)
+
+
+JOBS: dict[str, Callable[[str, dict], dict]] = {"verify": _job_verify, "forward": _job_forward, "plan": _job_plan,
+                                                "matrix": _job_matrix}
 
 
 def worker(kind: str, options: dict) -> None:

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
+import re
 
 import pytest
 
+import committed
 from staticexec import plans
 from staticexec.cli import main
-
-COMMITTED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "plans",
-                         "transformers-5.23.0")
 
 
 def test_plan_one_uses_the_cache_until_a_source_changes(tmp_path, monkeypatch):
     out, cache = tmp_path / "out", tmp_path / "cache"
     out.mkdir()
     row = plans.plan_one("Qwen2ForCausalLM", str(out), str(cache))
-    assert row["status"] == "ok" and row["targets"] == ["Qwen2DecoderLayer"]
+    assert row["status"] == "ok" and row["targets"] == ["Qwen2DecoderLayer"], row
     first = (out / "Qwen2ForCausalLM.json").read_text()
 
     import staticexec.api as api
@@ -35,7 +33,7 @@ def test_plan_one_uses_the_cache_until_a_source_changes(tmp_path, monkeypatch):
     assert plans.plan_one("Qwen2ForCausalLM", str(out), str(cache)) == row
     assert calls == []  # served from the cache
 
-    entry_path = cache / "plans" / "Qwen2ForCausalLM.json"
+    (entry_path,) = cache.glob("plans/*/Qwen2ForCausalLM.json")  # one folder per installed transformers
     entry = json.loads(entry_path.read_text())
     some_file = sorted(entry["files"])[0]
     entry["files"][some_file] = "0" * 64  # as if that source had changed since
@@ -45,57 +43,78 @@ def test_plan_one_uses_the_cache_until_a_source_changes(tmp_path, monkeypatch):
     assert (out / "Qwen2ForCausalLM.json").read_text() == first
 
 
-def _subset(tmp_path, archs):
+def _fresh(tmp_path, archs, cache):
+    """A plans folder made now, with the installed transformers, as `plan --all` would for `archs`."""
+    from staticexec.plan import transformers_version
+
     folder = tmp_path / "plans"
     folder.mkdir()
-    with open(os.path.join(COMMITTED, "index.json"), encoding="utf-8") as handle:
-        index = json.load(handle)
-    index["architectures"] = {a: index["architectures"][a] for a in archs}
-    (folder / "index.json").write_text(json.dumps(index, indent=1, sort_keys=True) + "\n")
-    for arch in archs:
-        shutil.copy(os.path.join(COMMITTED, f"{arch}.json"), folder / f"{arch}.json")
+    rows = [{"arch": a, **plans.plan_one(a, str(folder), str(cache))} for a in archs]
+    plans.write_index(str(folder), rows, transformers_version())
     return folder
 
 
-def test_committed_index_describes_every_plan():
-    with open(os.path.join(COMMITTED, "index.json"), encoding="utf-8") as handle:
+@pytest.mark.parametrize("folder", committed.folders(), ids=committed.release)
+def test_committed_index_describes_every_plan(folder):
+    with open(os.path.join(folder, "index.json"), encoding="utf-8") as handle:
         index = json.load(handle)
-    assert index["transformers"] == "5.23.0"
+    assert index["transformers"] == committed.release(folder)
     ok = [a for a, r in index["architectures"].items() if r["status"] == "ok"]
     assert len(ok) > 250
     for arch in ok:
         row = index["architectures"][arch]
         assert row["targets"] and row["source_hashes"]
-        assert os.path.exists(os.path.join(COMMITTED, f"{arch}.json"))
+        assert os.path.exists(os.path.join(folder, f"{arch}.json"))
     for arch, row in index["architectures"].items():
         if row["status"] != "ok":
-            assert row["reason"] and not os.path.exists(os.path.join(COMMITTED, f"{arch}.json"))
+            assert row["reason"] and not os.path.exists(os.path.join(folder, f"{arch}.json"))
 
 
-def test_check_reports_unchanged_changed_and_stale(tmp_path, capsys):
-    folder = _subset(tmp_path, ["LlamaForCausalLM", "GPT2LMHeadModel", "OPTForCausalLM"])
-    assert main(["check", str(folder), "--jobs", "1"]) == 0
-    assert capsys.readouterr().out.count(": unchanged") == 3
+def _rewrite(folder, arch, edit):
+    path = folder / f"{arch}.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
-    llama = json.loads((folder / "LlamaForCausalLM.json").read_text())
-    node = next(n for n in llama["functions"] if n.endswith("LlamaModel.forward"))
-    loop = next(s for s in llama["functions"][node]["statements"] if s["kind"] == "control")
-    loop["body"][0]["kind"] = "ancestor"  # as if an older analysis had seen something else
-    (folder / "LlamaForCausalLM.json").write_text(json.dumps(llama, indent=1, sort_keys=True) + "\n")
 
-    gpt2 = json.loads((folder / "GPT2LMHeadModel.json").read_text())
-    for entry in gpt2["functions"].values():
-        entry["source_hash"] = "f" * 64
-    (folder / "GPT2LMHeadModel.json").write_text(json.dumps(gpt2, indent=1, sort_keys=True) + "\n")
+def test_check_reports_unchanged_changed_stale_new_and_removed(tmp_path):
+    archs = ["LlamaForCausalLM", "GPT2LMHeadModel", "OPTForCausalLM"]
+    cache = tmp_path / "cache"
+    folder = _fresh(tmp_path, archs, cache)
+    installed = archs + ["MistralForCausalLM"]
+    result = plans.check(str(folder), cache=str(cache), installed=installed)
+    assert result.verdicts == dict.fromkeys(archs, "unchanged")
+    assert result.cached == 3  # re-made from the cache: no worker, no analysis
+    assert result.new == ["MistralForCausalLM"] and not result.current
 
-    assert main(["check", str(folder), "--jobs", "1"]) == 1
-    out = capsys.readouterr().out
+    def as_if_another_analysis(doc):
+        node = next(n for n in doc["functions"] if n.endswith("LlamaModel.forward"))
+        loop = next(s for s in doc["functions"][node]["statements"] if s["kind"] == "control")
+        loop["body"][0]["kind"] = "ancestor"
+
+    def as_if_lines_moved(doc):
+        for entry in doc["functions"].values():
+            entry["source_hash"] = "f" * 64
+            entry["lines"] = [n + 7 for n in entry["lines"]]
+            entry["chain"] = [re.sub(r":(\d+) ", lambda m: f":{int(m[1]) + 7} ", c) for c in entry["chain"]]
+
+    _rewrite(folder, "LlamaForCausalLM", as_if_another_analysis)
+    _rewrite(folder, "GPT2LMHeadModel", as_if_lines_moved)
+    index = json.loads((folder / "index.json").read_text())
+    index["architectures"]["Gpt3ForCausalLM"] = {"status": "refused", "reason": "gone since"}
+    (folder / "index.json").write_text(json.dumps(index))
+
+    result = plans.check(str(folder), cache=str(cache), installed=archs)
+    assert not result.current and result.removed == ["Gpt3ForCausalLM"]
+    assert result.verdicts == {"LlamaForCausalLM": "changed", "GPT2LMHeadModel": "stale", "OPTForCausalLM": "unchanged"}
+    out = "\n".join(result.report)
     assert "LlamaForCausalLM: changed:" in out
     minus = [l for l in out.splitlines() if l.strip().startswith("- ")]
     plus = [l for l in out.splitlines() if l.strip().startswith("+ ")]
     assert any("ancestor" in l for l in minus) and any("target" in l for l in plus)
     assert "GPT2LMHeadModel: stale" in out
     assert "OPTForCausalLM: unchanged" in out
+    assert "removed: Gpt3ForCausalLM" in out
 
 
 def test_check_needs_a_plans_folder(tmp_path, capsys):
@@ -105,5 +124,5 @@ def test_check_needs_a_plans_folder(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_committed_plans_are_current():
-    """`staticexec check` over every committed plan (minutes: run with `make verify`)."""
-    assert main(["check", COMMITTED]) == 0
+    """`staticexec check` over the committed plans of the installed release (minutes: `make verify`)."""
+    assert main(["check", committed.require_installed()]) == 0

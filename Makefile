@@ -37,7 +37,7 @@ coverage: install
 		$(BIN)/staticexec verify --all --task $$task --targets-from llmcompressor --report docs/coverage.md || test $$? -eq 1 || exit 1; done
 
 plans: install
-	$(BIN)/staticexec plan --all --out fixtures/plans/transformers-$(TRANSFORMERS_VERSION)
+	$(BIN)/staticexec plan --all --out staticexec/shipped/transformers-$(TRANSFORMERS_VERSION)
 
 # A second environment with the real client: llm-compressor 0.14 needs transformers<=5.17.
 CLIENT_VENV := .venv-client

@@ -1,4 +1,4 @@
-"""The committed plan folders (fixtures/plans/transformers-X), and the one for the installed release.
+"""The committed plan folders (staticexec/shipped/transformers-X, shipped in the package), and the one for the installed release.
 
 A test that compares fresh analysis with committed plans can only do so
 against plans made with the installed transformers; on a release without a
@@ -13,7 +13,7 @@ import os
 import pytest
 import transformers
 
-ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "plans")
+ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "staticexec", "shipped")
 PREFIX = "transformers-"
 
 
@@ -40,5 +40,5 @@ def require_installed() -> str:
     if folder is None:
         have = ", ".join(release(f) for f in folders()) or "none"
         pytest.skip(f"no committed plans for the installed transformers {transformers.__version__} "
-                    f"(fixtures/plans has {have}); drift against committed plans is not checked")
+                    f"(staticexec/shipped has {have}); drift against committed plans is not checked")
     return folder

@@ -18,7 +18,7 @@ SCHEMA = os.path.join(ROOT, "docs", "plan.schema.json")
 FORMAT_DOC = os.path.join(ROOT, "docs", "plan-format.md")
 GOLDEN = sorted(glob.glob(os.path.join(ROOT, "fixtures", "patterns", "*.plan.json")))
 COMMITTED = sorted(
-    p for p in glob.glob(os.path.join(ROOT, "fixtures", "plans", "**", "*.json"), recursive=True)
+    p for p in glob.glob(os.path.join(ROOT, "staticexec", "shipped", "**", "*.json"), recursive=True)
     if os.path.basename(p) != "index.json"
 )
 EXAMPLE_GOLDEN = os.path.join(ROOT, "fixtures", "patterns", "module_helper_function.plan.json")

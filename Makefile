@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TRANSFORMERS_VERSION := $(shell sed -n 's/^transformers==//p' constraints.txt)
 
-.PHONY: install test verify coverage plans bench matrix clean client-install client
+.PHONY: install test test-release verify coverage plans bench matrix clean client-install client
 
 install: $(STAMP)
 
@@ -19,6 +19,12 @@ $(STAMP): pyproject.toml constraints.txt
 
 test: install
 	$(BIN)/pytest -q
+
+# the fast tests on another transformers release, in the matrix's environment for it: make test-release RELEASE=5.17.0
+RELEASE ?= 5.17.0
+test-release: install
+	$(BIN)/python -c "from staticexec.matrix import build_env; build_env('$(RELEASE)', '.matrix-envs', '.', tests=True)"
+	.matrix-envs/transformers-$(RELEASE)/bin/pytest -q
 
 # the slow sweeps: every causal LM verified, every committed plan re-checked
 verify: install

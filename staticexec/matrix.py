@@ -89,7 +89,7 @@ GROUPS = {
 VERDICTS = ("ok", "refused", "not-ok", "absent")
 CACHE = os.path.join(".staticexec-cache", "matrix")
 # staticexec's own dependencies, pinned as in constraints.txt; transformers' are pip's choice per release
-OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "jsonschema")
+OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "jsonschema", "accelerate", "psutil")
 REPORT_TOOLING = {"matrix.py", "cli.py", "drift.py", "plans.py", "coverage.py", "graph.py", "explain.py"}
 
 
@@ -209,10 +209,17 @@ def _own_pins(root: str) -> list[str]:
     return [line for line in lines if line.split("==")[0].lower() in OWN_PINS]
 
 
-def build_env(release: str, envs: str, root: str) -> str:
-    """The environment for `release` (built once): its python."""
+def build_env(release: str, envs: str, root: str, tests: bool = False) -> str:
+    """The environment for `release` (built once): its python. With `tests`, also what the test suite needs."""
     env = os.path.join(envs, f"transformers-{release}")
     stamp = os.path.join(env, ".staticexec-matrix")
+    if tests and os.path.exists(stamp) and not os.path.exists(stamp + "-tests"):
+        python = os.path.join(os.path.abspath(env), "bin", "python")
+        pins = os.path.join(envs, "own-pins.txt")
+        with open(pins, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(_own_pins(root)) + "\n")
+        subprocess.run([python, "-m", "pip", "install", "-q", "-c", pins, "-e", f"{root}[test]"], check=True)
+        open(stamp + "-tests", "w").close()
     if os.path.exists(stamp):
         # by its real path: run through a symlinked folder, the analysis can't place transformers' files
         return os.path.join(os.path.realpath(env), "bin", "python")
@@ -225,12 +232,15 @@ def build_env(release: str, envs: str, root: str) -> str:
         [sys.executable, "-m", "venv", env],
         # the CPU build of torch first: a plain `torch` requirement would pull a CUDA build
         [python, "-m", "pip", "install", "-q", "torch==2.13.0"],
-        [python, "-m", "pip", "install", "-q", "-c", pins, f"transformers=={release}", "-e", root],
+        [python, "-m", "pip", "install", "-q", "-c", pins, f"transformers=={release}", "-e",
+         f"{root}[test]" if tests else root],
     ]
     for step in steps:
         print("$", " ".join(step), flush=True)
         subprocess.run(step, check=True)
     open(stamp, "w").close()
+    if tests:
+        open(stamp + "-tests", "w").close()
     return python
 
 

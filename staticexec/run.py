@@ -62,6 +62,17 @@ class TargetMismatch(RuntimeError):
 
 
 _ENTERED: contextvars.ContextVar = contextvars.ContextVar("staticexec_entered_targets", default=None)
+_TRIPWIRES: contextvars.ContextVar = contextvars.ContextVar("staticexec_tripwires", default=True)
+
+
+class tripwires_off:
+    """Run subgraphs without the target check (for measuring what the check costs; it is on by default)."""
+
+    def __enter__(self) -> None:
+        self.token = _TRIPWIRES.set(False)
+
+    def __exit__(self, *exc: object) -> None:
+        _TRIPWIRES.reset(self.token)
 
 
 def _tripwire(module: Any, args: Any) -> None:
@@ -153,8 +164,9 @@ class Subgraph:
         unpacked = {k: _unpack(v) for k, v in inputs.items()}  # alive while copied: the memo is keyed by id
         memo: dict = {}
         values = {k: _fresh(v, memo) for k, v in unpacked.items()}
+        checked = _TRIPWIRES.get()
         entered: list = []
-        token = _ENTERED.set(entered)
+        token = _ENTERED.set(entered if checked else None)
         try:
             out = self._fn(model, **values)
         except Exception as exc:
@@ -164,7 +176,8 @@ class Subgraph:
             raise
         finally:
             _ENTERED.reset(token)
-        self._check_targets(model, entered)
+        if checked:
+            self._check_targets(model, entered)
         return {k: _pack(v) for k, v in out.items()}
 
     def _check_targets(self, model: Any, entered: list) -> None:
@@ -233,18 +246,27 @@ def _unpack(value: Any) -> Any:
     return value
 
 
+_ATOMS: tuple = ()
+
+
+def _atom_types() -> tuple:
+    global _ATOMS
+    if not _ATOMS:
+        import enum
+        import types
+
+        import torch
+        from transformers import PretrainedConfig
+
+        _ATOMS = (bool, int, float, complex, str, bytes, range, slice, type, enum.Enum, Unbound,
+                  contextvars.ContextVar, torch.Tensor, torch.dtype, torch.device, torch.Size, torch.nn.Module,
+                  PretrainedConfig, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType)
+    return _ATOMS
+
+
 def _is_atom(value: Any) -> bool:
     """Values a subgraph never copies: immutable ones, tensors, modules, configs, types and callables."""
-    import enum
-    import types
-
-    import torch
-    from transformers import PretrainedConfig
-
-    return value is None or isinstance(value, (
-        bool, int, float, complex, str, bytes, range, slice, type, enum.Enum, Unbound, contextvars.ContextVar,
-        torch.Tensor, torch.dtype, torch.device, torch.Size, torch.nn.Module, PretrainedConfig,
-        types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType))
+    return value is None or isinstance(value, _atom_types())
 
 
 def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
@@ -257,8 +279,10 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
 
     import torch
 
-    if isinstance(value, torch.Tensor) and held:  # a tensor kept in a list, dict or object may be written in place
-        key = id(value)
+    if type(value) is torch.Tensor or isinstance(value, torch.Tensor):
+        if not held:
+            return value
+        key = id(value)  # a tensor kept in a list, dict or object may be written in place
         if key not in memo:
             memo[key] = value.clone()
         return memo[key]

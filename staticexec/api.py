@@ -183,9 +183,13 @@ SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shipped")
 
 
 def shipped_plans() -> str | None:
-    """The folder of plans shipped in the package for the installed transformers release, if any."""
+    """The folder of plans shipped in the package for the installed transformers release, if any.
+
+    STATICEXEC_SHIPPED_PLANS=0 turns them off (the analysis always runs)."""
     from .plan import transformers_version
 
+    if os.environ.get("STATICEXEC_SHIPPED_PLANS", "1") == "0":
+        return None
     folder = os.path.join(SHIPPED, f"transformers-{transformers_version()}")
     return folder if os.path.isdir(folder) else None
 

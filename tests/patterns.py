@@ -16,6 +16,17 @@ EXPECT = re.compile(r"#\s*expect:\s*(\w+)(?:\s+(static|input|dynamic))?\s*$")
 REFUSAL = re.compile(r"#\s*expect-refusal:\s*([\w-]+)")
 
 
+def import_fixture(path: str, module: str, relpath: str):
+    """Import a fixture file under its own module name, so emission can find its globals."""
+    if module not in sys.modules:
+        load_file(path, module, relpath)
+        spec = importlib.util.spec_from_file_location(module, path)
+        loaded = importlib.util.module_from_spec(spec)
+        sys.modules[module] = loaded
+        spec.loader.exec_module(loaded)
+    return sys.modules[module]
+
+
 @dataclass
 class Fixture:
     name: str
@@ -30,14 +41,7 @@ class Fixture:
         return f"staticexec_fixture_{self.name}"
 
     def load(self):
-        """Import the fixture under its own module name, so emission can find its globals."""
-        if self.module not in sys.modules:
-            load_file(self.path, self.module, f"fixtures/patterns/{self.name}.py")
-            spec = importlib.util.spec_from_file_location(self.module, self.path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[self.module] = module
-            spec.loader.exec_module(module)
-        return sys.modules[self.module]
+        return import_fixture(self.path, self.module, f"fixtures/patterns/{self.name}.py")
 
     @property
     def root_ref(self) -> ClassRef:

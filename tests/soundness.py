@@ -16,13 +16,11 @@ is called once, in its own subgraph), `refused` (a `Refused` naming this file an
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-import sys
 from dataclasses import dataclass, field
 
-from staticexec.source import load_file
+from patterns import import_fixture
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "soundness")
 HEADER = re.compile(r"#\s*staticexec:\s*root=(\w+)\s+targets=([\w,]+)")
@@ -45,14 +43,7 @@ class Case:
         return f"staticexec_soundness_{self.name}"
 
     def load(self):
-        """Import the model file under its own module name, so emission finds its globals."""
-        if self.module not in sys.modules:
-            load_file(self.path, self.module, f"fixtures/soundness/{self.name}.py")
-            spec = importlib.util.spec_from_file_location(self.module, self.path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[self.module] = module
-            spec.loader.exec_module(module)
-        return sys.modules[self.module]
+        return import_fixture(self.path, self.module, f"fixtures/soundness/{self.name}.py")
 
     @property
     def expected(self) -> str:

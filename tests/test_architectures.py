@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from staticexec import matrix
+
 from staticexec import tiny
 from staticexec.verify import verify
 
@@ -81,21 +83,8 @@ def test_a_layer_called_twice_by_design_is_reported():
 
 
 # Multimodal samples with the vision tower's layers and the text model's layers as targets together
-VISION_AND_TEXT = [
-    ("LlavaForConditionalGeneration", ["CLIPEncoderLayer"], ["LlamaDecoderLayer"]),
-    ("LlavaNextForConditionalGeneration", ["CLIPEncoderLayer"], ["LlamaDecoderLayer"]),
-    ("Qwen2VLForConditionalGeneration", ["Qwen2VLVisionBlock"], ["Qwen2VLDecoderLayer"]),
-    ("Qwen2_5_VLForConditionalGeneration", ["Qwen2_5_VLVisionBlock"], ["Qwen2_5_VLDecoderLayer"]),
-    ("Qwen3VLForConditionalGeneration", ["Qwen3VLVisionBlock"], ["Qwen3VLTextDecoderLayer"]),
-    ("Gemma3ForConditionalGeneration", ["SiglipEncoderLayer"], ["Gemma3DecoderLayer"]),
-    ("Idefics3ForConditionalGeneration", ["Idefics3EncoderLayer"], ["LlamaDecoderLayer"]),
-    ("SmolVLMForConditionalGeneration", ["SmolVLMEncoderLayer"], ["LlamaDecoderLayer"]),
-    ("MllamaForConditionalGeneration", ["MllamaVisionEncoderLayer"],
-     ["MllamaSelfAttentionDecoderLayer", "MllamaCrossAttentionDecoderLayer"]),
-    ("Mistral3ForConditionalGeneration", ["PixtralAttentionLayer"], ["MistralDecoderLayer"]),
-    ("PaliGemmaForConditionalGeneration", ["SiglipEncoderLayer"], ["GemmaDecoderLayer"]),
-    ("InternVLForConditionalGeneration", ["InternVLVisionLayer"], ["Qwen2DecoderLayer"]),
-]
+# (the same list the release matrix runs on every release)
+VISION_AND_TEXT = matrix.VISION_AND_TEXT
 
 
 @pytest.mark.parametrize("arch, vision, text", VISION_AND_TEXT, ids=[a for a, _, _ in VISION_AND_TEXT])

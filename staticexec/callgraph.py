@@ -9,6 +9,8 @@ receives `self.layers` is analysed with that container). A function
 
 from __future__ import annotations
 
+import sys
+
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -340,7 +342,12 @@ class CallGraphBuilder:
         f = call.func
         code = _short(ctx.code(f))
         if isinstance(f, cst.Name) and f.value in CODE_RUNNING_BUILTINS and f.value not in ctx.locals and f.value not in ctx.params:
-            return f"`{code}()` runs code the analysis never sees"
+            # the standard library evaluates strings it builds itself (annotations, generated classes);
+            # only an argument that holds a target could bring a model's module into that code
+            if ctx.ref.module.split(".")[0] not in sys.stdlib_module_names or any(
+                self._reaches_target(v) for v in arg_values
+            ):
+                return f"`{code}()` runs code the analysis never sees"
         if isinstance(f, cst.Attribute) and f.attr.value in HIDING_METHODS:
             if self._reaches_target(self.resolver.eval(f.value, ctx, env)):
                 return f"`{code}` enters a module that holds targets without calling it as a module"

@@ -121,8 +121,14 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             verdict.status, verdict.reason = "build-failed", tiny.upstream_note(architecture, attn_implementation) + str(exc)
         return verdict
     if targets_from == "llmcompressor" and not targets:
+        declared = pipeline_targets(model)
+        if not declared:  # the pipeline passes "__ALL__", which it rejects: the user must name targets
+            verdict.status = "n/a"
+            verdict.reason = (f"{architecture} declares no _no_split_modules, so llm-compressor's pipeline has "
+                              "no targets to choose; name sequential_targets")
+            return verdict
         try:  # as the pipeline does: absent classes skipped, none matching is an error
-            targets = list(select_targets(model, pipeline_targets(model), warn=False).classes)
+            targets = list(select_targets(model, declared, warn=False).classes)
         except UsageError as exc:
             verdict.status, verdict.reason = "no-target", str(exc)
             return verdict

@@ -318,13 +318,16 @@ def write_report(cache: str, path: str) -> None:
         lines.append(f"| {release}{note} | {' | '.join(cells)} | `{data.get('analysis', '?')}`{stale} |")
         if bad:
             details += ["", f"## transformers {release}", ""]
-            for verdict, case, row in sorted(bad, key=lambda b: (b[0] != "not-ok", b[1].group, b[1].arch)):
+            grouped: dict[tuple[str, str, str], list[str]] = {}
+            for verdict, case, row in bad:
                 what = case.arch + (f" ({case.sample}; {', '.join(case.targets)})" if case.targets else
                                     f" ({case.sample})" if case.sample != "text" else "")
-                reason = " ".join(str(row.get("reason", "")).split()).replace("|", "\\|")
-                label = row["status"] if verdict == "not-ok" else "refused"
-                lines_for = f"- {'**not ok**' if verdict == 'not-ok' else 'refused'}, {case.group}: {what}: {label}: {reason}"
-                details.append(lines_for)
+                reason = " ".join(str(row.get("reason", "")).split())
+                grouped.setdefault((verdict, row["status"], reason), []).append(f"{what} [{case.group}]")
+            for (verdict, status, reason), where in sorted(grouped.items(), key=lambda kv: (kv[0][0] != "not-ok", -len(kv[1]), kv[0])):
+                head = f"**not ok** ({status})" if verdict == "not-ok" else "refused"
+                details.append(f"- {head}, {len(where)} case{'s' if len(where) > 1 else ''}: {reason}")
+                details += [f"  - {w}" for w in sorted(where)]
     lines += [
         "",
         "The analysis column is a hash of the code that verify runs; a row made by older code is marked.",

@@ -292,6 +292,10 @@ def test_counts_of_sibling_lists_are_not_thresholds() -> None:
     """`num_conv_layers` counts `conv_kernel_sizes`, not leading layers of the encoder stack."""
     speech = tiny("Speech2TextForConditionalGeneration")
     assert speech.num_conv_layers == len(speech.conv_kernel_sizes)
+    try:
+        transformers.SpeechEncoderDecoderConfig()
+    except ValueError as exc:
+        pytest.skip(f"SpeechEncoderDecoderConfig's defaults are broken in transformers {transformers.__version__}: {exc}")
     wav2vec = tiny("SpeechEncoderDecoderModel").encoder
     assert wav2vec.num_feat_extract_layers == len(wav2vec.conv_dim) == len(wav2vec.conv_stride) == len(wav2vec.conv_kernel)
 
@@ -348,10 +352,22 @@ def test_per_layer_overrides_compared_after_shrinking() -> None:
     assert vision.num_hidden_layers == 2
 
 
+# repairs written against the config classes of transformers 5.23; older releases define these differently
+# (their configs' defaults break elsewhere, see docs/compatibility.md)
+REPAIRS_FROM = (5, 23)
+repairs_release = pytest.mark.skipif(
+    tuple(int(p) for p in transformers.__version__.split(".")[:2]) < REPAIRS_FROM,
+    reason=f"tiny-config repairs for these classes are written for transformers >= 5.23, "
+           f"not {transformers.__version__}",
+)
+
+
 @pytest.mark.parametrize("arch", [
     "ChameleonForConditionalGeneration", "Emu3ForConditionalGeneration", "DeepseekOcr2ForConditionalGeneration",
-    "DiffusionGemmaForBlockDiffusion", "Granite4VisionForConditionalGeneration",
-    "MoonshineStreamingForConditionalGeneration", "Qwen3OmniMoeForConditionalGeneration",
+    pytest.param("DiffusionGemmaForBlockDiffusion", marks=repairs_release),
+    pytest.param("Granite4VisionForConditionalGeneration", marks=repairs_release),
+    "MoonshineStreamingForConditionalGeneration",
+    pytest.param("Qwen3OmniMoeForConditionalGeneration", marks=repairs_release),
 ])
 def test_repaired_defaults_build(arch: str) -> None:
     assert tiny_mb(arch) < 16
@@ -368,6 +384,7 @@ def test_repairs_set_what_the_forward_reads() -> None:
     assert len(section) == 4 and sum(section) == (text.head_dim or text.hidden_size // text.num_attention_heads) // 2
 
 
+@repairs_release
 def test_repairs_reach_sub_configs() -> None:
     """Repairs are keyed by any level's model_type: the thinker's apply inside the Omni composite too."""
     config = tiny("Qwen3OmniMoeForConditionalGeneration")

@@ -26,7 +26,7 @@ from . import decorators as deco
 from .callgraph import calls_in, node_id
 from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value
 from .messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
-from .plan import Plan, _blocks, exits
+from .plan import Plan, _blocks, exits, expression_guards
 from .source import ClassRef, FunctionRef, load_file, location, parse_function
 from .cut import Step, build_subgraphs
 from .run import install_tripwires, outermost_targets
@@ -71,11 +71,13 @@ class Frame:
 
 
 class _Rewrite(cst.CSTTransformer):
-    """Rename names of one frame and replace one call by a variable."""
+    """Rename names of one frame, replace one call by a variable, and keep one side of the
+    conditional expressions and boolean operations decided at emit time (`choose`: node id -> side)."""
 
-    def __init__(self, rename: dict[str, str], replace: dict[int, str] | None = None) -> None:
+    def __init__(self, rename: dict[str, str], replace: dict[int, str] | None = None, choose: dict[int, str] | None = None) -> None:
         self.rename = rename
         self.replace = replace or {}
+        self.choose = choose or {}
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
         new = self.rename.get(original.value)
@@ -91,6 +93,19 @@ class _Rewrite(cst.CSTTransformer):
         var = self.replace.get(id(original))
         return cst.Name(var) if var else updated
 
+    def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
+        return self._kept(original, updated)
+
+    def leave_BooleanOperation(self, original: cst.BooleanOperation, updated: cst.BooleanOperation) -> cst.BaseExpression:
+        return self._kept(original, updated)
+
+    def _kept(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
+        side = self.choose.get(id(original))
+        if side is None:
+            return updated
+        kept = getattr(updated, side)
+        return kept.with_changes(lpar=[cst.LeftParen(), *kept.lpar], rpar=[*kept.rpar, cst.RightParen()])
+
 
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
@@ -105,12 +120,13 @@ _LINES: dict[int, dict[int, int]] = {}
 _EXITS: dict[int, object] = {}
 
 
-def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[int, str] | None = None) -> str:
-    """A statement's code with a frame's names renamed (and one call replaced), cached."""
-    key = (id(stmt), tuple(sorted(rename.items())), replace)
+def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[int, str] | None = None,
+              choose: tuple[tuple[int, str], ...] = ()) -> str:
+    """A statement's code with a frame's names renamed (one call replaced, decided sides kept), cached."""
+    key = (id(stmt), tuple(sorted(rename.items())), replace, choose)
     code = _REWRITTEN.get(key)
     if code is None:
-        node = stmt.visit(_Rewrite(rename, dict([replace]) if replace else None))
+        node = stmt.visit(_Rewrite(rename, dict([replace]) if replace else None, dict(choose)))
         code = _stmt_code(node)
         _REWRITTEN[key] = code
     return code
@@ -725,9 +741,34 @@ class Emitter:
         except Undecidable as exc:
             raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{_code(expr).strip()}`: {exc}")]) from exc
 
+    def _expression_guards(self, frame: Frame, stmt: cst.CSTNode, call: cst.Call, line: int) -> tuple[bool, tuple]:
+        """Decide the conditional expressions and `and` / `or` operands that guard a reaching call.
+
+        Each test is decided like an `if` (and re-checked when the subgraphs run); the decided
+        side is kept in the emitted statement. Returns whether the call runs, and the sides kept.
+        """
+        choose = []
+        for guard in expression_guards(stmt, call):
+            if guard.test is None:
+                raise Refused([UnsupportedStatement(frame.entry["path"], line, f"a reaching call inside a {guard.label}")])
+            runs = guard.runs(self._decide(frame, guard.test, line))
+            choose.append((id(guard.owner), guard.side if runs else guard.other()))
+            if not runs:
+                return False, tuple(choose)
+        return True, tuple(choose)
+
+    def _skipped(self, frame: Frame, stmt: cst.CSTNode, line: int, choose: tuple) -> None:
+        """A reaching statement whose call does not run for the sample: the rest of it is opaque code."""
+        self._add(frame, self._returning(frame, stmt, choose=choose), line)
+        self._forget_stores(frame, stmt)
+
     def _target(self, frame: Frame, stmt: cst.CSTNode, entry: dict) -> None:
         line = entry["lines"][0]
         call = self._call_node(stmt, entry)
+        runs, choose = self._expression_guards(frame, stmt, call, line)
+        if not runs:
+            self._skipped(frame, stmt, line, choose)
+            return
         module = self._concrete(frame, call.func, line)
         name = type(module).__name__
         if name not in self.targets:
@@ -737,13 +778,13 @@ class Emitter:
         if path in self.called_targets:
             raise Refused([UnsupportedStatement(frame.entry["path"], line, f"{path} would be called twice")])
         self.called_targets.append(path)
-        code = self._returning(frame, stmt)
+        code = self._returning(frame, stmt, choose=choose)
         self._add(frame, code, line, target=self.paths[id(module)])
         self._forget_stores(frame, stmt)
 
-    def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[int, str] | None = None) -> str:
+    def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[int, str] | None = None, choose: tuple = ()) -> str:
         """A reaching statement's code; `return X` becomes an assignment of the frame's result."""
-        code = rewritten(stmt, frame.rename, replace)
+        code = rewritten(stmt, frame.rename, replace, choose)
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Return):
             lines = code.splitlines()
             first = next(i for i, l in enumerate(lines) if l.lstrip().startswith("return"))
@@ -769,6 +810,10 @@ class Emitter:
     def _ancestor(self, frame: Frame, stmt: cst.CSTNode, entry: dict) -> None:
         line = entry["lines"][0]
         call = self._call_node(stmt, entry)
+        runs, choose = self._expression_guards(frame, stmt, call, line)
+        if not runs:
+            self._skipped(frame, stmt, line, choose)
+            return
         callee = self._concrete(frame, call.func, line)
         bound = getattr(callee, "__self__", None)
         autograd = False
@@ -805,7 +850,7 @@ class Emitter:
         self._bind(inner, kw_code, kw_values, open_kw)
         self._body(inner)
         self._finish(inner)
-        self._add(frame, self._returning(frame, stmt, (id(call), result)), line)
+        self._add(frame, self._returning(frame, stmt, (id(call), result), choose), line)
         self._forget_stores(frame, stmt)
 
     def _call_kwargs(self, frame: Frame, inner: Frame, call: cst.Call, bound: bool, line: int):

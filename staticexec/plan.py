@@ -185,20 +185,16 @@ class FunctionPlanner:
         return targets, ancestors
 
     def refuse_guarded_call(self, stmt: cst.CSTNode, site: CallSite) -> None:
-        """A reaching call inside `a if c else b`, `c and f()`, or a comprehension can't be cut out of it."""
+        """A reaching call inside `a if c else b` or `c and f()` is decided when emitting, like an `if`,
+        when `c` is a config value or an input; on a tensor value, or inside a comprehension, it is refused."""
         for call, guards in _guarded_calls(stmt):
             if self.ctx.line(call) != site.line or self.ctx.column(call) != site.column:
                 continue
             for guard, test in guards:
-                cls = self.conditions.classify(test) if test is not None else None
-                if cls == "static":
-                    continue  # behind a config or module attribute: decided when emitting, like an `if`
                 if test is None:
                     self.refuse(UnsupportedStatement, call, f"a reaching call inside a {guard}: `{site.code}`")
-                elif cls == "dynamic":
+                elif self.conditions.classify(test) == "dynamic":
                     self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard})")
-                else:
-                    self.refuse(UnsupportedStatement, call, f"`{site.code}` runs only when `{' '.join(self.ctx.code(test).split())}` holds ({guard}): it can't be cut")
 
     def block(self, stmts: list[cst.CSTNode], in_loop: bool = False) -> list[dict]:
         entries = [self.statement(s, in_loop=in_loop) for s in stmts]
@@ -317,6 +313,42 @@ def _guarded_calls(stmt: cst.CSTNode):
     """(call, [(guard, test)]) for every call in a statement that runs only under a condition in an
     expression: the branches of `a if c else b`, what follows the first operand of `and` / `or`
     (test: that operand), and the element of a comprehension (test None)."""
+    return [(call, [(g.label, g.test) for g in guards]) for call, guards in _calls_with_guards(stmt)]
+
+
+@dataclass(frozen=True, eq=False)
+class ExpressionGuard:
+    """A condition inside a statement that decides whether a call in it runs.
+
+    `owner` is the `a if c else b` or `a and b` / `a or b` node, `side` the part that holds the
+    call (`body` / `orelse` of a conditional expression, `right` of a boolean operation), `test`
+    the expression that decides it (None for the element of a comprehension)."""
+
+    label: str
+    owner: cst.CSTNode
+    side: str
+    test: cst.BaseExpression | None
+
+    def runs(self, truth: bool) -> bool:
+        """Whether the side holding the call runs when `test` has this truth value."""
+        if isinstance(self.owner, cst.IfExp):
+            return truth if self.side == "body" else not truth
+        return truth if isinstance(self.owner.operator, cst.And) else not truth
+
+    def other(self) -> str:
+        """The side whose value the expression takes when the call's side does not run."""
+        return {"body": "orelse", "orelse": "body", "right": "left"}[self.side]
+
+
+def expression_guards(stmt: cst.CSTNode, call: cst.Call) -> list[ExpressionGuard]:
+    """The guards around one call of a statement, outermost first."""
+    for node, guards in _calls_with_guards(stmt):
+        if node is call:
+            return guards
+    return []
+
+
+def _calls_with_guards(stmt: cst.CSTNode) -> list[tuple[cst.Call, list[ExpressionGuard]]]:
     out = []
 
     def visit(node: cst.CSTNode, guards: list) -> None:
@@ -326,16 +358,17 @@ def _guarded_calls(stmt: cst.CSTNode):
             return
         if isinstance(node, cst.IfExp):
             visit(node.test, guards)
-            visit(node.body, guards + [("conditional expression", node.test)])
-            visit(node.orelse, guards + [("conditional expression", node.test)])
+            visit(node.body, guards + [ExpressionGuard("conditional expression", node, "body", node.test)])
+            visit(node.orelse, guards + [ExpressionGuard("conditional expression", node, "orelse", node.test)])
             return
         if isinstance(node, cst.BooleanOperation):
             visit(node.left, guards)
-            visit(node.right, guards + [(f"`{'and' if isinstance(node.operator, cst.And) else 'or'}` expression", node.left)])
+            label = f"`{'and' if isinstance(node.operator, cst.And) else 'or'}` expression"
+            visit(node.right, guards + [ExpressionGuard(label, node, "right", node.left)])
             return
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
             for child in node.children:
-                visit(child, guards + [("comprehension", None)])
+                visit(child, guards + [ExpressionGuard("comprehension", node, "element", None)])
             return
         for child in node.children:
             visit(child, guards)

@@ -31,3 +31,39 @@ def test_soundness(case):
     outcome = judge(case)
     assert outcome.status not in ("silent-wrong", "traceback"), f"{case.name}: {outcome}"
     assert outcome.matches(case), f"{case.name}: expected {case.expected}, got {outcome}"
+
+
+def test_a_conditional_expression_decided_from_an_input_is_checked_when_the_subgraphs_run():
+    """ifexp_input_in_helper_not_taken: emitted with `extra=None` (the inner layers skipped), run with
+    a tensor: BranchMismatch at the expression's line, not a chain that skips the layers."""
+    import torch
+
+    from staticexec.api import subgraphs
+    from staticexec.decorators import BranchMismatch
+    from staticexec.run import run_subgraphs
+
+    case = next(c for c in CASES if c.name == "ifexp_input_in_helper_not_taken")
+    model, sample = case.load().build()
+    chain = subgraphs(model, sample, case.targets)
+    with torch.no_grad():
+        assert torch.equal(run_subgraphs(model, chain, sample), model(**sample))
+        with pytest.raises(BranchMismatch, match=r"ifexp_input_in_helper_not_taken.py:\d+: `extra is not None`"):
+            run_subgraphs(model, chain, dict(sample, extra=torch.ones(1)))
+
+
+def test_an_and_operand_decided_from_an_input_is_checked_when_the_subgraphs_run():
+    """boolop_input_condition_taken: emitted with `extra` given (the side layers cut), run with None: BranchMismatch."""
+    import torch
+
+    from staticexec.api import subgraphs
+    from staticexec.decorators import BranchMismatch
+    from staticexec.run import run_subgraphs
+
+    case = next(c for c in CASES if c.name == "boolop_input_condition_taken")
+    model, sample = case.load().build()
+    chain = subgraphs(model, sample, case.targets)
+    assert len(chain) == 4
+    with torch.no_grad():
+        assert torch.equal(run_subgraphs(model, chain, sample), model(**sample))
+        with pytest.raises(BranchMismatch, match=r"boolop_input_condition_taken.py:\d+: `extra is not None`"):
+            run_subgraphs(model, chain, dict(sample, extra=None))

@@ -26,6 +26,7 @@ from . import decorators as deco
 from .callgraph import calls_in, node_id
 from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value
 from .messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
+from .observe import IfLines, SampleRun
 from .plan import Plan, _blocks, exits, expression_guards
 from .source import ClassRef, FunctionRef, load_file, location, parse_function
 from .cut import Step, build_subgraphs
@@ -61,6 +62,7 @@ class Frame:
     result: str
     origin_path: str
     line_offset: int
+    file: str = ""  # the source file, as imported
     scopes: tuple[str, ...] = ()
     returned: bool = False
     defined: set = field(default_factory=set)  # names of the frame assigned so far
@@ -336,6 +338,8 @@ class Emitter:
         self.called_targets: list[str] = []
         self.where: tuple[str, int] = location(type(model))  # the plan statement being emitted, for refusals
         self.module_bindings: dict[str, str] = {}
+        self.sample_run = SampleRun(model, sample_input)  # read only for a test emission can't compute
+        self.decisions: dict[tuple[str, int], int] = {}  # how often each `if` was decided so far
 
     # ----- entry point ---------------------------------------------------------------------
 
@@ -401,6 +405,7 @@ class Emitter:
             result=result,
             origin_path=entry["path"],
             line_offset=offset,
+            file=path,
         )
         self._import_globals(frame, names)
         if entry["self_class"] is not None:
@@ -902,7 +907,7 @@ class Emitter:
         line = entry["lines"][0]
         kind = entry["statement"]
         if kind == "if":
-            taken = self._decide(frame, stmt.test, line, dynamic=entry["condition"]["class"] == "dynamic")
+            taken = self._decide(frame, stmt.test, line, dynamic=entry["condition"]["class"] == "dynamic", stmt=stmt)
             blocks = dict(_blocks(stmt))
             if taken:
                 self._block(frame, blocks["body"], entry["body"])
@@ -921,26 +926,45 @@ class Emitter:
         else:
             raise Refused([UnsupportedStatement(frame.entry["path"], line, f"`{kind}` around target calls")])
 
-    def _decide(self, frame: Frame, test: cst.BaseExpression, line: int, dynamic: bool = False) -> bool:
+    def _decide(self, frame: Frame, test: cst.BaseExpression, line: int, dynamic: bool = False, stmt: cst.If | None = None) -> bool:
         """Which branch of an `if` around target calls runs for the sample.
 
         A decision holds for inputs like the sample only (`x is None`, `len(...)`, the shape
         of a sample tensor, a config flag): the test runs again in the subgraphs where it
         stood, and a run on inputs that would take the other branch stops with
-        `BranchMismatch` there.
+        `BranchMismatch` there. A test that can't be computed before running (not one on
+        tensor values) is read off the model's own forward on the sample (observe.py).
         """
         code = _code(test).strip()
+        key = (frame.file, line)
+        occurrence = self.decisions[key] = self.decisions.get(key, -1) + 1
         try:
             value, _ = evaluate_condition(code, frame.values, frame.module_globals)
             taken = _truth_of(value)
         except Undecidable as exc:
             if dynamic:
                 raise Refused([DynamicCondition(frame.entry["path"], line, f"`{code}`")]) from exc
-            raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{code}`: {exc}")]) from exc
+            taken = self._observed(frame, stmt, line, occurrence) if stmt is not None else None
+            if taken is None:
+                why = f"; {self.sample_run.failure}" if self.sample_run.failure else ""
+                raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{code}`: {exc}{why}")]) from exc
         check = _code(test.visit(_Rewrite(frame.rename))).strip()
         where = self._origin(frame, line)
         self._add(frame, f"{RUNTIME}.expect_branch(bool({check}), {taken!r}, {where!r}, {code!r})\n", line)
         return taken
+
+    def _observed(self, frame: Frame, stmt: cst.If, line: int, occurrence: int) -> bool | None:
+        """The branch the model's own forward took at this `if`, its `occurrence`-th time."""
+        if not frame.file:
+            return None
+        test_end = line + _code(stmt.test).strip().count("\n")
+        body = self._line_of(frame, stmt.body.body[0])
+        orelse = stmt.orelse
+        if orelse is None:
+            after = self._line_of(frame, stmt) + _code(stmt).rstrip().count("\n") + 1
+        else:
+            after = self._line_of(frame, orelse if isinstance(orelse, cst.If) else orelse.body.body[0])
+        return self.sample_run.branch(IfLines(frame.file, (line, test_end), body, after), occurrence)
 
     def _unroll(self, frame: Frame, stmt: cst.For, entry: dict, line: int) -> None:
         items = list(self._concrete(frame, stmt.iter, line))

@@ -67,3 +67,22 @@ def test_an_and_operand_decided_from_an_input_is_checked_when_the_subgraphs_run(
         assert torch.equal(run_subgraphs(model, chain, sample), model(**sample))
         with pytest.raises(BranchMismatch, match=r"boolop_input_condition_taken.py:\d+: `extra is not None`"):
             run_subgraphs(model, chain, dict(sample, extra=None))
+
+
+def test_a_branch_read_off_the_models_own_forward_is_checked_when_the_subgraphs_run():
+    """observed_cache_condition: the cross layers' skip, read off the model's forward with `cross=None`,
+    is re-checked: a batch with `cross` given raises BranchMismatch instead of skipping them."""
+    import torch
+
+    from staticexec.api import subgraphs
+    from staticexec.decorators import BranchMismatch
+    from staticexec.run import run_subgraphs
+
+    case = next(c for c in CASES if c.name == "observed_cache_condition")
+    model, sample = case.load().build()
+    chain = subgraphs(model, sample, case.targets)
+    assert [sg.targets for sg in chain if sg.targets] == [["layers.0"], ["layers.2"]]
+    with torch.no_grad():
+        assert torch.equal(run_subgraphs(model, chain, sample), model(**sample))
+        with pytest.raises(BranchMismatch, match=r"observed_cache_condition.py:\d+: `is_cross and cross is None and empty`"):
+            run_subgraphs(model, chain, dict(sample, cross=torch.ones(8)))

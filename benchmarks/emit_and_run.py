@@ -8,7 +8,7 @@ alike):
   cold is the first call in the process, warm the median of the next ones;
 - forward: model(**inputs) under torch.no_grad, median;
 - chain: staticexec.run_subgraphs(...), median;
-- the same chain with the run-time target check off (staticexec.run.tripwires_off), median;
+- the same chain with the run-time target check off and its hooks detached (staticexec.run.tripwires_off), median;
 - the ratios chain / forward, emit (warm) / forward, and the check's share of the chain.
 
     .venv/bin/python benchmarks/emit_and_run.py [--layers 2 8 32 80] [--repeat 15] [--out docs/benchmarks.md]
@@ -77,7 +77,7 @@ def measure(layers: int, repeat: int, folder: str) -> dict:
             start = time.perf_counter()
             staticexec.run_subgraphs(model, subgraphs, inputs)
             chain.append(time.perf_counter() - start)
-            with tripwires_off():
+            with tripwires_off(model):
                 start = time.perf_counter()
                 staticexec.run_subgraphs(model, subgraphs, inputs)
                 unchecked.append(time.perf_counter() - start)
@@ -124,8 +124,8 @@ one process, so the ratios compare like with like.
   parsed, subgraphs emitted and compiled); emit warm: the same call again.
 - forward: `model(**inputs)`; chain: `staticexec.run_subgraphs(model, subgraphs, inputs)`
   (the strict runner: cache-like rebuilding of values between subgraphs, each subgraph
-  checking the targets it entered); chain, no check: the same with the target check off;
-  target check / chain: (chain - chain, no check) / chain.
+  checking the targets it entered); chain, no check: the same with the target check off and
+  its hooks detached from the target modules; target check / chain: (chain - chain, no check) / chain.
 
 Machine: {platform.machine()}, Python {platform.python_version()}, torch {torch.__version__},
 transformers {transformers.__version__}.

@@ -66,13 +66,26 @@ _TRIPWIRES: contextvars.ContextVar = contextvars.ContextVar("staticexec_tripwire
 
 
 class tripwires_off:
-    """Run subgraphs without the target check (for measuring what the check costs; it is on by default)."""
+    """Run subgraphs without the target check (for measuring what the check costs; it is on by default).
+
+    Given the model, its target modules' hooks are detached too, and attached again on exit."""
+
+    def __init__(self, model: Any = None) -> None:
+        self.model = model
+        self.detached: list = []
 
     def __enter__(self) -> None:
         self.token = _TRIPWIRES.set(False)
+        for module in self.model.modules() if self.model is not None else ():
+            for key, hook in list(module._forward_pre_hooks.items()):
+                if hook is _tripwire:
+                    del module._forward_pre_hooks[key]
+                    self.detached.append(module)
 
     def __exit__(self, *exc: object) -> None:
         _TRIPWIRES.reset(self.token)
+        install_tripwires(self.detached)
+        self.detached = []
 
 
 def _tripwire(module: Any, args: Any) -> None:
@@ -182,7 +195,7 @@ class Subgraph:
 
     def _check_targets(self, model: Any, entered: list) -> None:
         if len(entered) == len(self.targets) and all(
-            m is model.get_submodule(p) for m, p in zip(entered, self.targets)
+            m is _module_at(model, p) for m, p in zip(entered, self.targets)
         ):
             return
         paths = {id(m): n for n, m in model.named_modules()}
@@ -222,6 +235,16 @@ class Subgraph:
                     seen.add(id(sub))
                     out.append(sub)
         return out
+
+
+def _module_at(model: Any, path: str) -> Any:
+    """The module at a dotted path now, or None (`get_submodule` without its checks: this runs per subgraph)."""
+    module = model
+    for part in path.split("."):
+        module = module._modules.get(part)
+        if module is None:
+            return None
+    return module
 
 
 def _pack(value: Any) -> Any:

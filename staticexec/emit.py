@@ -631,7 +631,20 @@ class Emitter:
                 self._remember(frame, *learned)
 
     def _check_opaque_calls(self, frame: Frame, stmt: cst.CSTNode, line: int) -> None:
-        """Opaque code must not call a module that holds targets: that would hide target calls."""
+        """Opaque code must not call a module that holds targets: that would hide target calls.
+
+        This is also where a plan edited against its source shows: a loop over target modules
+        that calls its loop variable, marked as opaque code."""
+        if isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name):
+            try:
+                items = evaluate(_code(stmt.iter), frame.values, frame.module_globals)
+            except Undecidable:
+                items = None
+            called = {_code(c.func).strip() for c in cached_calls(stmt)}
+            name = stmt.target.value
+            if _is_module(items) and self._holds_target(items) and (name in called or f"{name}.forward" in called):
+                raise Refused([InstanceMismatch(frame.entry["path"], line, f"the plan marks this loop as code with no target call, but it "
+                                                f"calls each of `{_code(stmt.iter).strip()}`, which holds targets")])
         for call in cached_calls(stmt):
             func = call.func
             root = func

@@ -123,9 +123,9 @@ def test_a_malformed_plan_file_is_reported_as_malformed_not_missing(tmp_path):
     assert os.path.exists(path)
 
 
-def test_an_edited_plan_that_hides_the_layer_loop_is_never_silently_wrong(model_and_sample):
-    """The loop over targets turned into opaque code: the tripwire of subgraph 0 stops the chain."""
-    from staticexec.run import TargetMismatch, run_chain
+def test_an_edited_plan_that_hides_the_layer_loop_is_refused(model_and_sample):
+    """The loop over targets turned into opaque code: refused where the loop is, before anything runs."""
+    from staticexec.messages import Refused
 
     model, sample = model_and_sample
     doc = copy.deepcopy(_plan_doc(model, sample))
@@ -134,6 +134,5 @@ def test_an_edited_plan_that_hides_the_layer_loop_is_never_silently_wrong(model_
     lines = loop["lines"]
     loop.clear()
     loop.update({"kind": "opaque", "lines": lines, "count": 1})
-    chain = subgraphs(model, sample, ["Layer"], plan=doc)
-    with torch.no_grad(), pytest.raises(TargetMismatch, match=r"subgraph 0 .* entered targets \['layers.0', 'layers.1'"):
-        run_chain(model, chain, sample)
+    with pytest.raises(Refused, match=rf":{lines[0]}: .*marks this loop as code with no target call, but it calls each of `self.layers`"):
+        subgraphs(model, sample, ["Layer"], plan=doc)

@@ -423,6 +423,10 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
     time on the same inputs (the pipeline's calibration and propagation passes), and both
     runs must give the same outputs.
     """
+    unknown = sorted(inputs.keys() - subgraphs[0].input_names) if subgraphs else []
+    if unknown:  # the first subgraph takes every key of the sample it was emitted for
+        raise ContractError(f"the inputs hold {unknown}, which no subgraph takes: the subgraphs were emitted for a "
+                            "sample without it, and would run as if it were not given")
     values = {k: _as_cached(v) for k, v in inputs.items()}
     out: dict = {}
     for sg in subgraphs:

@@ -86,3 +86,18 @@ def test_a_branch_read_off_the_models_own_forward_is_checked_when_the_subgraphs_
         assert torch.equal(run_subgraphs(model, chain, sample), model(**sample))
         with pytest.raises(BranchMismatch, match=r"observed_cache_condition.py:\d+: `is_cross and cross is None and empty`"):
             run_subgraphs(model, chain, dict(sample, cross=torch.ones(8)))
+
+
+def test_a_batch_with_a_key_the_sample_did_not_have_is_refused_by_the_runner():
+    """ifexp_input_condition, emitted for a sample without `use_layers`: a batch that sets it would run
+    the chain as if it were not given (the layers called); the runner stops it, as a ContractError."""
+    import torch
+
+    from staticexec.api import subgraphs
+    from staticexec.run import ContractError, run_subgraphs
+
+    case = next(c for c in CASES if c.name == "ifexp_input_condition")
+    model, sample = case.load().build()
+    chain = subgraphs(model, sample, case.targets)
+    with torch.no_grad(), pytest.raises(ContractError, match=r"the inputs hold \['use_layers'\], which no subgraph takes"):
+        run_subgraphs(model, chain, dict(sample, use_layers=False))

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TRANSFORMERS_VERSION := $(shell sed -n 's/^transformers==//p' constraints.txt)
 
-.PHONY: install test test-release verify coverage plans bench matrix clean client-install client
+.PHONY: install test test-release verify coverage plans determinism bench matrix clean client-install client
 
 install: $(STAMP)
 
@@ -44,6 +44,16 @@ coverage: install
 
 plans: install
 	$(BIN)/staticexec plan --all --out staticexec/shipped/transformers-$(TRANSFORMERS_VERSION)
+
+# two cold `make plans` runs, jedi's cache and the plan cache emptied before each: both must give the
+# committed plans byte for byte (a changed or new file under staticexec/shipped fails it)
+determinism: install
+	for run in 1 2; do \
+		rm -rf "$$($(BIN)/python -c 'import jedi.settings; print(jedi.settings.cache_directory)')" .staticexec-cache && \
+		$(MAKE) plans && \
+		git diff --exit-code --stat -- staticexec/shipped/transformers-$(TRANSFORMERS_VERSION) && \
+		test -z "$$(git status --porcelain -- staticexec/shipped/transformers-$(TRANSFORMERS_VERSION))" || exit 1; \
+	done
 
 # A second environment with the real client: llm-compressor 0.14 needs transformers<=5.17.
 CLIENT_VENV := .venv-client

@@ -14,6 +14,7 @@ from collections import Counter
 
 from staticexec import sweep
 from staticexec.architectures import task_architectures
+from staticexec.verify import forward_job
 
 
 def main() -> None:
@@ -31,7 +32,7 @@ def main() -> None:
         mb = f"{r['mb']:.2f}" if r.get("mb") is not None else "-"
         print(f"{r['arch']}\t{r['status']}\t{mb}\t{r['reason']}", flush=True)
 
-    sweep.run("forward", archs, {"attn": args.attn}, jobs=args.jobs, timeout=args.timeout, on_result=show)
+    sweep.run(forward_job, archs, {"attn": args.attn}, jobs=args.jobs, timeout=args.timeout, on_result=show)
     print("# " + " ".join(f"{k}={v}" for k, v in sorted(counts.items())) + f" total={len(archs)}")
 
 

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .multimodal import error_line, feature_count
+from .features import error_line, feature_count
 from .tiny import TinyBuildError, sample_inputs
 
 TOKEN_FIELDS = ("audio_token_id", "audio_token_index")

@@ -18,7 +18,7 @@ import networkx as nx
 
 from . import decorators as deco
 from .scopes import free_called_names, walk
-from .resolve import ConfigRef, FunctionContext, Resolver, bind_arguments
+from .resolve import FunctionContext, Resolver, bind_arguments
 from .source import ClassRef, FunctionRef
 from .values import (
     DATA,
@@ -31,6 +31,7 @@ from .values import (
     Unknown,
     Value,
     join,
+    may_hold_module,
     one,
 )
 
@@ -305,7 +306,7 @@ class CallGraphBuilder:
                 if bound:
                     classes = [a.cls for a in atom.bound if isinstance(a, Instance)]
                     bound_cls = classes[0] if classes else None
-                if bound_cls is None and not any(_may_hold_module(v) for v in arg_values):
+                if bound_cls is None and not any(may_hold_module(v) for v in arg_values):
                     continue  # a plain function given no module can't reach one
                 nid = self._enqueue(fref, bound_cls, {})
                 callees.append(nid)
@@ -402,10 +403,6 @@ class CallGraphBuilder:
 def _short(code: str) -> str:
     code = " ".join(code.split())
     return code if len(code) <= 160 else code[:157] + "..."
-
-
-def _may_hold_module(value: Value) -> bool:
-    return any(not isinstance(a, (Data, Constant, ClassObject, ConfigRef)) for a in value)
 
 
 def _holds_target(value: Value, builder: CallGraphBuilder, depth: int = 0) -> bool:

@@ -10,9 +10,9 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 
 from .architectures import TASKS
+from .files import write_atomic
 from .messages import Refused, UsageError
 from .validate import writable_folder
 
@@ -177,7 +177,7 @@ def _plan_all(args) -> int:
     from . import sweep
     from .architectures import all_generative
     from .plan import transformers_version
-    from .plans import CACHE_DIR, write_index
+    from .plans import CACHE_DIR, plan_job, write_index
 
     if args.architecture or args.targets or args.config:
         raise UsageError("--all plans every architecture with its default targets and config")
@@ -185,7 +185,7 @@ def _plan_all(args) -> int:
     archs = all_generative()
     start = time.monotonic()
     options = {"out": os.path.abspath(args.out), "cache": None if args.no_cache else os.path.abspath(CACHE_DIR)}
-    rows = sweep.run("plan", archs, options, jobs=args.jobs, timeout=600, label="plan")
+    rows = sweep.run(plan_job, archs, options, jobs=args.jobs, timeout=600, label="plan")
     index = write_index(args.out, rows, transformers_version())
     counts: dict[str, int] = {}
     for row in index["architectures"].values():
@@ -204,24 +204,6 @@ def _check_requested(requested: list[str] | None, plan) -> None:
         unseen = sorted(set(requested) - set(plan.doc["targets"]))
         if unseen:
             raise UsageError(f"target class {', '.join(unseen)} is not called from {plan.architecture}")
-
-
-def write_atomic(path: str, content: str | bytes) -> None:
-    """Write a whole file or nothing: a temporary file renamed into place."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
-    try:
-        data = content.encode("utf-8") if isinstance(content, str) else content
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary file would be, not mkstemp's 0600
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def cmd_explain(args) -> int:
@@ -285,6 +267,7 @@ def cmd_verify(args) -> int:
 
 def _verify_all(args) -> int:
     from . import coverage, sweep
+    from .verify import sweep_job
     from .architectures import task_architectures
     from .plan import transformers_version
 
@@ -301,7 +284,7 @@ def _verify_all(args) -> int:
             detail = f"{r.get('subgraphs', 0)} subgraphs" if r["status"] == "ok" else r["reason"]
             print(f"{r['arch']:<44} {r['status']:<15} {detail}", flush=True)
 
-        rows = sweep.run("verify", archs, {"attn": attn, "sample": args.sample, "targets_from": args.targets_from},
+        rows = sweep.run(sweep_job, archs, {"attn": attn, "sample": args.sample, "targets_from": args.targets_from},
                          jobs=args.jobs,
                          timeout=args.timeout, label=f"verify {args.task} [{attn}]", on_result=show)
         table = {r["arch"]: r for r in rows}

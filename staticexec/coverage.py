@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 
+from .files import write_atomic
+
 CATEGORIES = {
     "ok": "ok",
     "n/a": "nothing to verify: the attention implementation is not supported, or the class has no forward",
@@ -32,7 +34,6 @@ def load(json_path: str) -> dict:
 
 
 def update(json_path: str, md_path: str, task: str, mode: str, rows: list[dict], transformers: str) -> dict:
-    from .cli import write_atomic
 
     data = load(json_path)
     data["transformers"] = transformers

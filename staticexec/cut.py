@@ -18,6 +18,8 @@ import ast
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from .run import Subgraph
+
 
 @dataclass(frozen=True)
 class Step:
@@ -126,8 +128,6 @@ def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
 
 def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str,
                     targets_per_subgraph: int = 1) -> list:
-    from .run import Subgraph
-
     pieces = cut(steps, targets_per_subgraph)
     defined = set(input_names)  # names that exist before a piece runs, surely
     maybe_defined: set[str] = set()
@@ -174,10 +174,25 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
     for name in {n for p in pieces for n in p.inputs}:
         last = max(i for i, p in enumerate(pieces) if name in p.inputs)
         consumed[last].add(name)
-    return [
-        Subgraph.from_piece(i, len(pieces), piece, consumed[i], globals_, title)
-        for i, piece in enumerate(pieces)
-    ]
+    return [_subgraph(i, len(pieces), piece, consumed[i], globals_, title) for i, piece in enumerate(pieces)]
+
+
+def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_: dict, title: str) -> Subgraph:
+    source, origins = generate(index, piece)
+    steps = [s for s in piece.steps if s.target is not None]
+    return Subgraph(
+        index=index,
+        source=source,
+        input_names=set(piece.inputs),
+        output_names=set(piece.outputs),
+        consumed_names=set(consumed),
+        targets=[s.target for s in steps],
+        module_paths=_module_paths(piece),
+        origins=origins,
+        filename=f"<staticexec {title} subgraph {index} of {count}>",
+        target_origins=[s.origin for s in steps],
+        _globals=globals_,
+    )
 
 
 def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
@@ -216,3 +231,57 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
         lines.append("    return {" + ", ".join(f"{n!r}: {n}" for n in sure) + "}")
     return "\n".join(lines) + "\n", origins
 
+
+def _module_paths(piece) -> list[str]:
+    """Dotted paths of modules a piece uses: targets, and `selfvar.attr` chains on module-bound names."""
+    bound = dict(piece.prelude)
+    for step in piece.steps:
+        bound.update(step.modules)
+    paths: list[str] = []
+    for step in piece.steps:
+        if step.target is not None and step.target not in paths:
+            paths.append(step.target)
+        for node in _calls(step.code):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                chain = []
+                cur: ast.AST = node.func
+                while isinstance(cur, ast.Attribute):
+                    chain.append(cur.attr)
+                    cur = cur.value
+                if isinstance(cur, ast.Name) and (cur.id in bound or cur.id == "self"):
+                    base = bound.get(cur.id, "self")
+                    path = _expr_path(base)
+                    if path is None:
+                        continue
+                    full = ".".join([p for p in [path] if p] + list(reversed(chain)))
+                    if full not in paths:
+                        paths.append(full)
+    return paths
+
+
+@lru_cache(maxsize=65536)
+def _calls(code: str) -> tuple:
+    return tuple(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call))
+
+
+def _expr_path(expr: str) -> str | None:
+    """`self.model.layers[3]` -> `model.layers.3`."""
+    if not expr.startswith("self"):
+        return None
+    rest = expr[len("self") :]
+    out = []
+    while rest:
+        if rest.startswith("."):
+            rest = rest[1:]
+            name = ""
+            while rest and (rest[0].isalnum() or rest[0] == "_"):
+                name += rest[0]
+                rest = rest[1:]
+            out.append(name)
+        elif rest.startswith("["):
+            end = rest.index("]")
+            out.append(rest[1:end].strip("'\""))
+            rest = rest[end + 1 :]
+        else:
+            return None
+    return ".".join(out)

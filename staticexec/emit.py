@@ -24,10 +24,11 @@ import libcst as cst
 
 from . import decorators as deco
 from .callgraph import calls_in, node_id
-from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value
+from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
 from .messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
 from .observe import IfLines, SampleRun
-from .plan import Plan, _blocks, exits, expression_guards
+from .plan import Plan, statement_blocks, exits, expression_guards
+from .resolve import LocalBindings, param_names
 from .source import ClassRef, FunctionRef, load_file, location, parse_function
 from .cut import Step, build_subgraphs
 from .run import install_tripwires, outermost_targets
@@ -160,9 +161,8 @@ def stored_names(stmt: cst.CSTNode) -> tuple[str, ...]:
     """Names a statement assigns or changes in place: afterwards their emit-time value is unknown."""
     names = _STORED.get(id(stmt))
     if names is None:
-        from .resolve import _LocalBindings
 
-        visitor = _LocalBindings()
+        visitor = LocalBindings()
         stmt.visit(visitor)
         mutated = _Mutated()
         stmt.visit(mutated)
@@ -218,9 +218,8 @@ def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
 
 
 def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
-    from .resolve import _LocalBindings, param_names
 
-    visitor = _LocalBindings()
+    visitor = LocalBindings()
     fn.body.visit(visitor)
     names = set(visitor.bindings) | set(param_names(fn))
 
@@ -299,12 +298,6 @@ def _tensor_result(stmt: cst.CSTNode) -> str | None:
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in TENSOR_RESULTS:
         return name
     return None
-
-
-def _truth_of(value: Any) -> bool:
-    from .evaluate import _truth
-
-    return _truth(value)
 
 
 def _is_autograd_function(cls: type) -> bool:
@@ -921,7 +914,7 @@ class Emitter:
         kind = entry["statement"]
         if kind == "if":
             taken = self._decide(frame, stmt.test, line, dynamic=entry["condition"]["class"] == "dynamic", stmt=stmt)
-            blocks = dict(_blocks(stmt))
+            blocks = dict(statement_blocks(stmt))
             if taken:
                 self._block(frame, blocks["body"], entry["body"])
             else:
@@ -953,7 +946,7 @@ class Emitter:
         occurrence = self.decisions[key] = self.decisions.get(key, -1) + 1
         try:
             value, _ = evaluate_condition(code, frame.values, frame.module_globals)
-            taken = _truth_of(value)
+            taken = truth(value)
         except Undecidable as exc:
             if dynamic:
                 raise Refused([DynamicCondition(frame.entry["path"], line, f"`{code}`")]) from exc
@@ -1089,7 +1082,3 @@ class Emitter:
                 return None
         bound = getattr(obj, "__self__", None)
         return bound if bound is not None else obj
-
-
-def subgraphs_from_plan(plan: Plan, model: Any, sample_input: dict) -> list:
-    return Emitter(plan, model, sample_input).emit()

@@ -127,7 +127,8 @@ def evaluate_condition(source: str, names: dict[str, object], module_globals: di
     return value, interpreter.read_shape
 
 
-def _truth(value: object) -> bool:
+def truth(value: object) -> bool:
+    """Python's truth of a value known at emit time; Undecidable for one computed at run time."""
     if value is UNKNOWN:
         raise Undecidable("a value computed at run time")
     try:
@@ -217,7 +218,7 @@ class _Interpreter:
         for operand in node.values:
             try:
                 result = self.eval(operand)
-                decided = deciding(_truth(result))
+                decided = deciding(truth(result))
             except Undecidable as exc:
                 undecided = undecided or exc
                 continue
@@ -230,13 +231,13 @@ class _Interpreter:
     def _UnaryOp(self, node: ast.UnaryOp) -> object:
         value = self.eval(node.operand)
         if isinstance(node.op, ast.Not):
-            return not _truth(value)
+            return not truth(value)
         if isinstance(node.op, ast.USub) and isinstance(value, (int, float)):
             return -value
         raise Undecidable("an operator on a run-time value")
 
     def _IfExp(self, node: ast.IfExp) -> object:
-        return self.eval(node.body) if _truth(self.eval(node.test)) else self.eval(node.orelse)
+        return self.eval(node.body) if truth(self.eval(node.test)) else self.eval(node.orelse)
 
     def _BinOp(self, node: ast.BinOp) -> object:
         left, right = self.eval(node.left), self.eval(node.right)

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 
 from .plan import Plan
+from .files import write_atomic
 
 
 def _label(node: str) -> str:
@@ -55,7 +56,6 @@ def to_dot(plan: Plan) -> str:
 
 def render(dot: str, out: str) -> str:
     """Write `out` (.dot or .svg/.png/.pdf); a one-line note on what was written."""
-    from .cli import write_atomic
 
     fmt = out.rsplit(".", 1)[-1].lower() if "." in out else "dot"
     if fmt in ("dot", "gv"):

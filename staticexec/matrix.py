@@ -21,6 +21,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from .files import write_atomic
+
 # the newest patch of each minor release from 5.15 to 5.24
 RELEASES = ["5.15.1", "5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2", "5.23.0", "5.24.0"]
 
@@ -166,7 +168,6 @@ def run_release(results: str, jobs: int, timeout: float) -> dict:
     import transformers
 
     from . import sweep
-    from .cli import write_atomic
 
     key = analysis_key()
     data = _read(results) or {}
@@ -184,7 +185,7 @@ def run_release(results: str, jobs: int, timeout: float) -> dict:
         print(f"  {spec.split('|')[0]:<44} {row['status']:<15} {row.get('reason', '')[:100]}", flush=True)
 
     start = time.monotonic()
-    sweep.run("matrix", [c.spec for c in todo], {"attn": "eager"}, jobs=jobs, timeout=timeout,
+    sweep.run(run_case, [c.spec for c in todo], {"attn": "eager"}, jobs=jobs, timeout=timeout,
               label=f"transformers {transformers.__version__}", on_result=keep)
     data["complete"] = all(c.spec in data["rows"] for c in cases())
     write_atomic(results, json.dumps(data, indent=1, sort_keys=True) + "\n")
@@ -269,7 +270,6 @@ def run(releases: list[str], envs: str, cache: str, report: str, jobs: int, time
 
 
 def write_report(cache: str, path: str) -> None:
-    from .cli import write_atomic
 
     key = analysis_key()
     by_case = {c.spec: c for c in cases()}

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from .features import error_line, feature_count
 from .tiny import TinyBuildError, sample_inputs
 
 TOKEN_FIELDS = ("image_token_id", "image_token_index")
@@ -42,22 +43,6 @@ def _side(value: Any) -> tuple[int, int]:
         if "shortest_edge" in value:
             return int(value["shortest_edge"]), int(value["shortest_edge"])
     raise TinyBuildError(f"no image size in the vision config ({value!r})")
-
-
-def feature_count(features: Any) -> int:
-    """Feature vectors in what get_image_features (or get_audio_features) returns: a tensor, a
-    list of them, an output object, or a tuple led by one."""
-    if isinstance(features, (list, tuple)) and features and not isinstance(features[0], torch.Tensor):
-        features = features[0]
-    if hasattr(features, "pooler_output") and features.pooler_output is not None:
-        features = features.pooler_output
-    elif hasattr(features, "last_hidden_state"):
-        features = features.last_hidden_state
-    if isinstance(features, torch.Tensor):
-        return int(features.shape[:-1].numel())
-    if isinstance(features, (list, tuple)) and all(isinstance(f, torch.Tensor) for f in features):
-        return sum(int(f.shape[:-1].numel()) for f in features)
-    raise TinyBuildError(f"can't count image features in a {type(features).__name__}")
 
 
 def _sizes(config: Any, vision: Any) -> list[tuple[int, int]]:
@@ -126,11 +111,6 @@ def _modality_ids(model: Any, ids: torch.Tensor, token: int) -> dict[str, torch.
     params = inspect.signature(model.forward).parameters
     types = torch.where(ids == token, IMAGE_MODALITY, 0).to(ids.dtype)
     return {name: types.clone() for name in MODALITY_FIELDS if name in params}
-
-
-def error_line(exc: BaseException) -> str:
-    """Why the model rejected a candidate sample, on one line."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"
 
 
 def _takes_cross_attention_images(model: Any) -> bool:

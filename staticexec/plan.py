@@ -30,7 +30,6 @@ from .messages import (
     UnsupportedStatement,
 )
 from .mutations import mutation_refusals
-from .scopes import walk
 from .resolve import Resolver
 from .source import ClassRef
 
@@ -86,7 +85,8 @@ def _header(stmt: cst.CSTNode) -> list[cst.CSTNode]:
     return []
 
 
-def _blocks(stmt: cst.CSTNode) -> list[tuple[str, list[cst.CSTNode]]]:
+def statement_blocks(stmt: cst.CSTNode) -> list[tuple[str, list[cst.CSTNode]]]:
+    """The blocks of a compound statement by the plan's names for them (`body`, `orelse`, `handlers`, ...)."""
     if isinstance(stmt, cst.If):
         orelse = []
         if isinstance(stmt.orelse, cst.If):
@@ -243,10 +243,10 @@ class FunctionPlanner:
         decided = cls in ("static", "input")
         self.guards += decided
         try:
-            blocks = {name: self.block(body, in_loop=in_loop) for name, body in _blocks(stmt)}
+            blocks = {name: self.block(body, in_loop=in_loop) for name, body in statement_blocks(stmt)}
             if isinstance(stmt, cst.For) and any(e["kind"] != "opaque" for b in blocks.values() for e in b):
                 # a loop that is unrolled: its `break` / `continue` must be decided too
-                blocks = {name: self.block(body, in_loop=True) for name, body in _blocks(stmt)}
+                blocks = {name: self.block(body, in_loop=True) for name, body in statement_blocks(stmt)}
         finally:
             self.guards -= decided
         inner = any(e["kind"] != "opaque" for b in blocks.values() for e in b)

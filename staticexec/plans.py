@@ -23,6 +23,7 @@ from . import __version__
 from .messages import Refused, UsageError
 from .validate import check_index
 from .source import ACCESSED, loaded, sha256
+from .files import write_atomic
 
 INDEX = "index.json"
 CACHE_DIR = ".staticexec-cache"
@@ -93,10 +94,14 @@ def _cached(cache: str, arch: str) -> dict | None:
     return entry
 
 
+def plan_job(arch: str, options: dict) -> dict:
+    """`plan_one` as a sweep job: options out (the folder) and cache."""
+    return plan_one(arch, options["out"], options.get("cache"))
+
+
 def plan_one(arch: str, out: str, cache: str | None) -> dict:
     """Plan one architecture with its default targets into `out`; the index row for it."""
     from .api import analyse_architecture
-    from .cli import write_atomic
 
     entry = _cached(cache, arch) if cache else None
     if entry is None:
@@ -142,7 +147,6 @@ def summary(doc: dict) -> dict:
 
 
 def write_index(out: str, rows: list[dict], transformers: str) -> dict:
-    from .cli import write_atomic
 
     index = {
         "transformers": transformers,
@@ -222,7 +226,7 @@ def check(folder: str, jobs: int = 1, cache: str | None = CACHE_DIR,
                 rows[arch] = plan_one(arch, scratch, cache)
         cached = len(rows)
         missing = [a for a in archs if a not in rows]
-        for row in sweep.run("plan", missing, {"out": scratch, "cache": cache}, jobs=jobs, timeout=600, label="check"):
+        for row in sweep.run(plan_job, missing, {"out": scratch, "cache": cache}, jobs=jobs, timeout=600, label="check"):
             rows[row["arch"]] = row
         result = judge(folder, index, scratch, rows, installed, transformers_version())
     result.cached = cached

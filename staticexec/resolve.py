@@ -27,6 +27,7 @@ from .names import Definition, load_definition_file, shared_names
 from .source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module, parse_function
 from .values import (
     DATA,
+    ConfigRef,
     EMPTY,
     ClassObject,
     Constant,
@@ -56,13 +57,6 @@ DATA_BUILTINS = {
 FACTORY_METHODS = {"from_config", "_from_config"}
 # where transformers defines the factories that build an instance of the class they are called on
 FACTORY_MODULES = {"transformers.modeling_utils", "transformers.models.auto.auto_factory"}
-
-
-@dataclass(frozen=True)
-class ConfigRef:
-    """A config object the resolver holds (the root config or a sub-config), by its access path."""
-
-    path: str
 
 
 @dataclass(frozen=True)
@@ -112,7 +106,7 @@ def param_names(fn: cst.FunctionDef) -> list[str]:
     return names
 
 
-class _LocalBindings(cst.CSTVisitor):
+class LocalBindings(cst.CSTVisitor):
     """Every way a function binds a local name, flow-insensitively (the resolver joins them)."""
 
     def __init__(self) -> None:
@@ -198,9 +192,6 @@ class Resolver:
         node = sf.find_class(ref.name)
         return (sf, node) if node is not None else None
 
-    def lookup_global(self, sf: SourceFile, name: str, line: int, column: int) -> Definition | None:
-        return self.names.goto(sf, line, column)
-
     def bases(self, ref: ClassRef) -> list[ClassRef]:
         found = self.class_def(ref)
         if found is None:
@@ -244,9 +235,6 @@ class Resolver:
                     del s[0]
         self._mro[ref] = order
         return order
-
-    def class_names(self, ref: ClassRef) -> set[str]:
-        return {c.name.rpartition(".")[2] for c in self.mro(ref)}
 
     def is_container(self, ref: ClassRef) -> bool:
         return any((c.module, c.name) in CONTAINERS for c in self.mro(ref))
@@ -971,7 +959,7 @@ def _function_context(ref: FunctionRef) -> FunctionContext | None:
         node = function_node(sf, ref.qualname)
         line = sf.lines[node.lineno - 1]
         indent = len(line) - len(line.lstrip())
-        visitor = _LocalBindings()
+        visitor = LocalBindings()
         parsed.node.body.visit(visitor)
         ctx = FunctionContext(
             ref=ref,

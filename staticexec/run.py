@@ -13,13 +13,11 @@ for, in order. `run_chain` runs a chain exactly as the pipeline does.
 
 from __future__ import annotations
 
-import ast
 import contextvars
 import dataclasses
 import linecache
 import traceback
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable
 
 _MISSING = object()
@@ -131,28 +129,9 @@ class Subgraph:
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
-    @classmethod
-    def from_piece(cls, index: int, count: int, piece, consumed: set[str], globals_: dict, title: str) -> "Subgraph":
-        from .cut import generate
-
-        source, origins = generate(index, piece)
-        filename = f"<staticexec {title} subgraph {index} of {count}>"
-        steps = [s for s in piece.steps if s.target is not None]
-        sg = cls(
-            index=index,
-            source=source,
-            input_names=set(piece.inputs),
-            output_names=set(piece.outputs),
-            consumed_names=set(consumed),
-            targets=[s.target for s in steps],
-            module_paths=_module_paths(piece),
-            origins=origins,
-            filename=filename,
-            target_origins=[s.origin for s in steps],
-            _globals=globals_,
-        )
-        sg._compile()
-        return sg
+    def __post_init__(self) -> None:
+        if self._fn is None:
+            self._compile()
 
     def _compile(self) -> None:
         linecache.cache[self.filename] = (len(self.source), None, self.source.splitlines(True), self.filename)
@@ -338,61 +317,6 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
         for k, v in vars(value).items():
             vars(out)[k] = _fresh(v, memo, True)
     return out
-
-
-def _module_paths(piece) -> list[str]:
-    """Dotted paths of modules a piece uses: targets, and `selfvar.attr` chains on module-bound names."""
-    bound = dict(piece.prelude)
-    for step in piece.steps:
-        bound.update(step.modules)
-    paths: list[str] = []
-    for step in piece.steps:
-        if step.target is not None and step.target not in paths:
-            paths.append(step.target)
-        for node in _calls(step.code):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                chain = []
-                cur: ast.AST = node.func
-                while isinstance(cur, ast.Attribute):
-                    chain.append(cur.attr)
-                    cur = cur.value
-                if isinstance(cur, ast.Name) and (cur.id in bound or cur.id == "self"):
-                    base = bound.get(cur.id, "self")
-                    path = _expr_path(base)
-                    if path is None:
-                        continue
-                    full = ".".join([p for p in [path] if p] + list(reversed(chain)))
-                    if full not in paths:
-                        paths.append(full)
-    return paths
-
-
-@lru_cache(maxsize=65536)
-def _calls(code: str) -> tuple:
-    return tuple(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call))
-
-
-def _expr_path(expr: str) -> str | None:
-    """`self.model.layers[3]` -> `model.layers.3`."""
-    if not expr.startswith("self"):
-        return None
-    rest = expr[len("self") :]
-    out = []
-    while rest:
-        if rest.startswith("."):
-            rest = rest[1:]
-            name = ""
-            while rest and (rest[0].isalnum() or rest[0] == "_"):
-                name += rest[0]
-                rest = rest[1:]
-            out.append(name)
-        elif rest.startswith("["):
-            end = rest.index("]")
-            out.append(rest[1:end].strip("'\""))
-            rest = rest[end + 1 :]
-        else:
-            return None
-    return ".".join(out)
 
 
 def _as_cached(value: Any) -> Any:

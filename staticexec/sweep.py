@@ -1,9 +1,10 @@
 """Run one job per architecture in worker processes: isolated, parallel, with timeouts.
 
-A worker imports torch and transformers once and then takes architectures
-one at a time; it is killed and replaced when one runs past the timeout or
-crashes, so a single bad model can't stall or end a sweep. Results come back
-as JSON lines.
+A job is a module-level function `job(arch, options) -> dict` of the caller's module
+(`verify.sweep_job`, `plans.plan_job`, `matrix.run_case`); the worker imports it by name,
+so this module knows no job. A worker imports torch and transformers once and then takes
+architectures one at a time; it is killed and replaced when one runs past the timeout or
+crashes, so a single bad model can't stall or end a sweep. Results come back as JSON lines.
 """
 
 from __future__ import annotations
@@ -21,55 +22,20 @@ MARK = "@@staticexec-sweep "
 STARTUP_TIMEOUT = 300.0
 
 
-def _job_verify(arch: str, options: dict) -> dict:
-    from .verify import verify
-
-    v = verify(arch, attn_implementation=options.get("attn", "eager"), sample=options.get("sample", "text"),
-               targets_from=options.get("targets_from", "default"))
-    return {"status": v.status, "reason": v.reason, "subgraphs": v.subgraphs, "targets_called": v.targets_called,
-            "targets": v.targets, "seconds": round(v.seconds, 2)}
+def job_name(job: Callable[[str, dict], dict]) -> str:
+    """The name a worker imports a job by: `module:function`."""
+    return f"{job.__module__}:{job.__qualname__}"
 
 
-def _job_forward(arch: str, options: dict) -> dict:
-    """Build the tiny model and run its own forward once (no analysis): what the tiny builder can do."""
-    import torch
+def worker(name: str, options: dict) -> None:
+    import importlib
 
-    from . import tiny
-
-    try:
-        model = tiny.build_tiny_model(arch, attn_implementation=options.get("attn", "eager"))
-    except tiny.TinyBuildError as exc:
-        return {"status": "build-failed", "reason": tiny.upstream_note(arch) + str(exc)}
-    try:
-        with torch.no_grad():
-            model(**tiny.sample_inputs(model))
-    except Exception as exc:
-        return {"status": "run-failed", "reason": f"{type(exc).__name__}: {exc}"}
-    return {"status": "ok", "reason": "", "mb": round(tiny.param_mb(model), 2)}
-
-
-def _job_plan(arch: str, options: dict) -> dict:
-    from .plans import plan_one
-
-    return plan_one(arch, options["out"], options.get("cache"))
-
-
-def _job_matrix(spec: str, options: dict) -> dict:
-    from .matrix import run_case
-
-    return run_case(spec, options)
-
-
-JOBS: dict[str, Callable[[str, dict], dict]] = {"verify": _job_verify, "forward": _job_forward, "plan": _job_plan,
-                                                "matrix": _job_matrix}
-
-
-def worker(kind: str, options: dict) -> None:
     import torch
     import transformers  # noqa: F401  imported before "ready", so timeouts measure the job only
 
     torch.set_num_threads(1)
-    job = JOBS[kind]
+    module, _, function = name.partition(":")
+    job = getattr(importlib.import_module(module), function)
     print(MARK + json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         arch = line.strip()
@@ -86,8 +52,8 @@ def worker(kind: str, options: dict) -> None:
 class Worker:
     """A worker process fed one architecture at a time, replaced after a timeout or crash."""
 
-    def __init__(self, kind: str, options: dict) -> None:
-        self.kind = kind
+    def __init__(self, name: str, options: dict) -> None:
+        self.name = name
         self.options = options
         self.proc: subprocess.Popen | None = None
         self.arch: str | None = None
@@ -96,7 +62,7 @@ class Worker:
     def start(self) -> None:
         env = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "PYTHONWARNINGS": "ignore"}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "staticexec.sweep", self.kind, json.dumps(self.options)],
+            [sys.executable, "-m", "staticexec.sweep", self.name, json.dumps(self.options)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
         )
         if self.read(STARTUP_TIMEOUT) is None:
@@ -161,14 +127,14 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def run(kind: str, archs: Iterable[str], options: dict, *, jobs: int = 1, timeout: float = 300.0,
-        label: str = "", on_result: Callable[[dict], None] | None = None) -> list[dict]:
-    """Run `kind` over `archs` in up to `jobs` workers; results in input order."""
+def run(job: Callable[[str, dict], dict], archs: Iterable[str], options: dict, *, jobs: int = 1,
+        timeout: float = 300.0, label: str = "", on_result: Callable[[dict], None] | None = None) -> list[dict]:
+    """Run `job` over `archs` in up to `jobs` workers; results in input order."""
     pending = list(archs)
     order = {a: i for i, a in enumerate(pending)}
     results: dict[str, dict] = {}
-    workers = [Worker(kind, options) for _ in range(max(1, min(jobs, len(pending))))]
-    progress = Progress(len(pending), label or kind)
+    workers = [Worker(job_name(job), options) for _ in range(max(1, min(jobs, len(pending))))]
+    progress = Progress(len(pending), label or job.__name__)
     try:
         busy: list[Worker] = []
         while pending or busy:

@@ -78,7 +78,14 @@ class Unknown:
     line: int = 0
 
 
-Atom = Union[Instance, Container, Function, ClassObject, Constant, Items, Mapping, Data, Unknown]
+@dataclass(frozen=True)
+class ConfigRef:
+    """A config object the resolver holds (the root config or a sub-config), by its access path."""
+
+    path: str
+
+
+Atom = Union[Instance, Container, Function, ClassObject, Constant, Items, Mapping, Data, Unknown, ConfigRef]
 Value = frozenset  # frozenset[Atom]
 
 DATA: Value = frozenset({Data()})
@@ -105,5 +112,5 @@ def instances(value: Value) -> set[ClassRef]:
 
 
 def may_hold_module(value: Value) -> bool:
-    """Whether a value may be (or contain) a module instance: anything but data and constants."""
-    return any(not isinstance(a, (Data, Constant, ClassObject)) for a in value)
+    """Whether a value may be (or contain) a module instance: anything but data, constants, classes and configs."""
+    return any(not isinstance(a, (Data, Constant, ClassObject, ConfigRef)) for a in value)

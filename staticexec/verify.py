@@ -265,3 +265,29 @@ def _one_line(exc: BaseException) -> str:
     if len(text) > 200:
         text = text[:197] + "..."
     return f"{type(exc).__name__}: {text}"
+
+
+def sweep_job(arch: str, options: dict) -> dict:
+    """`verify` as a sweep job (`sweep.run(sweep_job, ...)`): options attn, sample, targets_from."""
+    v = verify(arch, attn_implementation=options.get("attn", "eager"), sample=options.get("sample", "text"),
+               targets_from=options.get("targets_from", "default"))
+    return {"status": v.status, "reason": v.reason, "subgraphs": v.subgraphs, "targets_called": v.targets_called,
+            "targets": v.targets, "seconds": round(v.seconds, 2)}
+
+
+def forward_job(arch: str, options: dict) -> dict:
+    """Build the tiny model and run its own forward once (no analysis): what the tiny builder can do."""
+    import torch
+
+    from . import tiny
+
+    try:
+        model = tiny.build_tiny_model(arch, attn_implementation=options.get("attn", "eager"))
+    except tiny.TinyBuildError as exc:
+        return {"status": "build-failed", "reason": tiny.upstream_note(arch) + str(exc)}
+    try:
+        with torch.no_grad():
+            model(**tiny.sample_inputs(model))
+    except Exception as exc:
+        return {"status": "run-failed", "reason": f"{type(exc).__name__}: {exc}"}
+    return {"status": "ok", "reason": "", "mb": round(tiny.param_mb(model), 2)}

@@ -22,7 +22,8 @@ ARCHS = ["LlamaForCausalLM", "Qwen2ForCausalLM", "MistralForCausalLM", "GemmaFor
 COLD_RUN = """
 import json, sys
 from staticexec import sweep
-rows = sweep.run("plan", sys.argv[3:], {"out": sys.argv[1], "cache": sys.argv[2]}, jobs=2, timeout=600)
+from staticexec.plans import plan_job
+rows = sweep.run(plan_job, sys.argv[3:], {"out": sys.argv[1], "cache": sys.argv[2]}, jobs=2, timeout=600)
 print(json.dumps([r["status"] for r in rows]))
 """
 

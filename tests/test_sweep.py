@@ -8,13 +8,14 @@ import pytest
 
 from staticexec import coverage, sweep
 from staticexec.architectures import task_architectures
+from staticexec.verify import sweep_job
 
 BUGS = {"mismatch", "crash", "timeout", "error"}
 
 
 @pytest.mark.slow
 def test_causal_lm_sweep():
-    rows = sweep.run("verify", task_architectures("causal-lm"), {"attn": "eager"}, jobs=os.cpu_count() or 1,
+    rows = sweep.run(sweep_job, task_architectures("causal-lm"), {"attn": "eager"}, jobs=os.cpu_count() or 1,
                      timeout=600)
     table = {r["arch"]: r for r in rows}
     bugs = {a: r["reason"] for a, r in table.items() if r["status"] in BUGS}

@@ -1,0 +1,35 @@
+"""What an encoder gives a multimodal sample builder: how many feature vectors, and why it failed.
+
+Image samples (multimodal.py) and audio samples (audio.py) both find the number of placeholder
+tokens by running the model's own get_image_features / get_audio_features on a candidate input
+and counting what comes back; a rejected candidate is reported on one line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .tiny import TinyBuildError
+
+
+def feature_count(features: Any) -> int:
+    """Feature vectors in what get_image_features (or get_audio_features) returns: a tensor, a
+    list of them, an output object, or a tuple led by one."""
+    if isinstance(features, (list, tuple)) and features and not isinstance(features[0], torch.Tensor):
+        features = features[0]
+    if hasattr(features, "pooler_output") and features.pooler_output is not None:
+        features = features.pooler_output
+    elif hasattr(features, "last_hidden_state"):
+        features = features.last_hidden_state
+    if isinstance(features, torch.Tensor):
+        return int(features.shape[:-1].numel())
+    if isinstance(features, (list, tuple)) and all(isinstance(f, torch.Tensor) for f in features):
+        return sum(int(f.shape[:-1].numel()) for f in features)
+    raise TinyBuildError(f"can't count image features in a {type(features).__name__}")
+
+
+def error_line(exc: BaseException) -> str:
+    """Why the model rejected a candidate sample, on one line."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())[:160]}"

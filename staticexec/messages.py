@@ -71,11 +71,6 @@ class InstanceMismatch(Message):
     template = "the model instance does not match the plan: {detail}"
 
 
-class RepeatedTarget(Message):
-    kind = "repeated-target"
-    template = "a target module is called more than once by design: {detail}"
-
-
 class NoCallPath(Message):
     kind = "no-call-path"
     template = "no call path from the root forward to a target: {detail}"

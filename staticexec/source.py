@@ -282,7 +282,8 @@ def function_source_hash(sf: SourceFile, qualname: str) -> str | None:
 
 
 def location(obj: Any) -> tuple[str, int]:
-    """The file (relative to the working folder when below it) and line where a class or function is defined."""
+    """The file and line where a class or function is defined: relative to the working folder when
+    below it, else to its package's root (`transformers/models/...`, as plans name files)."""
     import inspect
 
     try:
@@ -292,4 +293,10 @@ def location(obj: Any) -> tuple[str, int]:
     except (TypeError, OSError):
         return getattr(obj, "__qualname__", repr(obj)), 0
     rel = os.path.relpath(path)
-    return (path if rel.startswith("..") else rel), line
+    if not rel.startswith(".."):
+        return rel, line
+    module = getattr(target, "__module__", None) or ""
+    for suffix in (module.replace(".", os.sep) + ".py", os.path.join(module.replace(".", os.sep), "__init__.py")):
+        if module and path.endswith(os.sep + suffix):
+            return suffix.replace(os.sep, "/"), line
+    return path, line

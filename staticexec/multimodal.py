@@ -68,7 +68,8 @@ def _sizes(config: Any, vision: Any) -> list[tuple[int, int]]:
     patches per side must be a multiple of scale_factor; the class defaults of Idefics3 and SmolVLM
     (224 px, 32 px patches: 7 per side, scale 2) are not. Models whose positions are fixed to the
     configured size take the first entry; variable-resolution encoders (Idefics3's bucketed
-    positions) take the second.
+    positions) take the second, or the third where the merger wants the token count in blocks of
+    the patch size.
     """
     height, width = _side(vision.image_size)
     sizes = [(height, width)]
@@ -79,6 +80,12 @@ def _sizes(config: Any, vision: Any) -> list[tuple[int, int]]:
         fitted = (max(step, height // step * step), max(step, width // step * step))
         if fitted != (height, width):
             sizes.append(fitted)
+        # the smallest square grid of n x n tokens, n at least the fitted one's, whose token count is a
+        # multiple of patch_size: a merger that groups the shuffled image states in blocks of
+        # vision_config.patch_size (SmolVLM's inputs_merger in some releases) takes no other count
+        side = next(n for n in range(max(1, min(fitted) // step), patch + 1) if n * n % patch == 0)
+        if (side * step, side * step) not in sizes:
+            sizes.append((side * step, side * step))
     return sizes
 
 
@@ -207,6 +214,7 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
         raise TinyBuildError(f"{type(model).__name__} has no vision config, image token or get_image_features")
     generator = torch.Generator().manual_seed(seed)
     failures: list[str] = []  # each distinct one: the last layout's error often hides the real cause
+    first: dict | None = None
     for image in _layouts(model, vision, generator):
         image = {**image, **_instruction(model, seed)}
         try:
@@ -219,5 +227,14 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
             continue
         text = sample_inputs(model, batch=1, seed=seed, provided=image)["input_ids"]
         ids = torch.cat([text[:, :4], torch.full((1, count), token, dtype=text.dtype), text[:, 4:]], dim=1)
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
+        sample = {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
+        try:
+            with torch.no_grad():  # the model's own forward decides whether the image tokens fit
+                model(**sample)
+        except Exception:
+            first = first or sample
+            continue
+        return sample
+    if first is not None:  # no forward ran on any: verify reports why, and tries it without the cache
+        return first
     raise TinyBuildError(f"get_image_features accepts no image layout tried: {'; '.join(failures) or 'none to try'}")

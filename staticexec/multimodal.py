@@ -18,6 +18,7 @@ built as the processor would, from the vision config.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -200,21 +201,35 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
     """input_ids with one image's placeholder tokens, attention_mask, modality ids and the image inputs (batch of one).
 
     A model with no image path whose forward takes audio gets an audio sample instead (see audio.py).
+    The first of `multimodal_samples`.
+    """
+    return next(multimodal_samples(model, seed=seed))
+
+
+def multimodal_samples(model: Any, *, seed: int = 0) -> Iterator[dict]:
+    """The samples to try, in order: one per image layout that the model's own get_image_features accepts.
+
+    get_image_features can't tell whether the model takes that many image tokens, so the
+    model's forward decides (verify runs it on the first and moves on only when it refuses):
+    a merger that groups image states in blocks of the patch size (SmolVLM's in 5.20) takes
+    only a later size. Cross-attention and audio samples are one, already checked.
     """
     config = model.config
     vision = getattr(config, "vision_config", None)
     token = next((getattr(config, f) for f in TOKEN_FIELDS if isinstance(getattr(config, f, None), int)), None)
     if vision is not None and token is not None and _takes_cross_attention_images(model):
-        return _cross_attention_inputs(model, token, seed)
+        yield _cross_attention_inputs(model, token, seed)
+        return
     if vision is None or token is None or not hasattr(model, "get_image_features"):
         if takes_audio(model):
             from .audio import audio_inputs
 
-            return audio_inputs(model, seed=seed)
+            yield audio_inputs(model, seed=seed)
+            return
         raise TinyBuildError(f"{type(model).__name__} has no vision config, image token or get_image_features")
     generator = torch.Generator().manual_seed(seed)
     failures: list[str] = []  # each distinct one: the last layout's error often hides the real cause
-    first: dict | None = None
+    accepted = 0
     for image in _layouts(model, vision, generator):
         image = {**image, **_instruction(model, seed)}
         try:
@@ -227,14 +242,7 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
             continue
         text = sample_inputs(model, batch=1, seed=seed, provided=image)["input_ids"]
         ids = torch.cat([text[:, :4], torch.full((1, count), token, dtype=text.dtype), text[:, 4:]], dim=1)
-        sample = {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
-        try:
-            with torch.no_grad():  # the model's own forward decides whether the image tokens fit
-                model(**sample)
-        except Exception:
-            first = first or sample
-            continue
-        return sample
-    if first is not None:  # no forward ran on any: verify reports why, and tries it without the cache
-        return first
-    raise TinyBuildError(f"get_image_features accepts no image layout tried: {'; '.join(failures) or 'none to try'}")
+        accepted += 1
+        yield {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
+    if not accepted:
+        raise TinyBuildError(f"get_image_features accepts no image layout tried: {'; '.join(failures) or 'none to try'}")

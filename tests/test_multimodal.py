@@ -8,8 +8,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from staticexec.multimodal import _sizes, multimodal_inputs
+from staticexec.multimodal import _sizes, multimodal_inputs, multimodal_samples
 from staticexec.tiny import build_tiny_model
+from staticexec.verify import _CallLog, _own_forward
 
 
 def test_pixel_shuffle_sizes():
@@ -29,10 +30,12 @@ def smolvlm():
 
 def test_the_sample_is_one_the_forward_accepts(smolvlm, monkeypatch):
     """A forward that takes image tokens only in blocks of the vision patch size (SmolVLM's merger in
-    some releases) gets an image whose token count fits, not the first one get_image_features takes."""
+    5.20) runs on a later sample, one whose token count fits, not on the first get_image_features takes."""
     config = smolvlm.config
     patch, token = config.vision_config.patch_size, config.image_token_id
     forward = type(smolvlm).forward.__get__(smolvlm)
+    counts = [int((s["input_ids"] == token).sum()) for s in multimodal_samples(smolvlm)]
+    assert any(n % patch for n in counts) and any(n % patch == 0 for n in counts)
 
     @functools.wraps(forward)
     def blocked(*args, **kwargs):
@@ -42,7 +45,12 @@ def test_the_sample_is_one_the_forward_accepts(smolvlm, monkeypatch):
         return forward(*args, **kwargs)
 
     monkeypatch.setattr(smolvlm, "forward", blocked)
-    sample = multimodal_inputs(smolvlm)
+    samples = multimodal_samples(smolvlm)
+    first = next(samples)
+    log = _CallLog(smolvlm, set())
+    try:
+        _, sample = _own_forward(smolvlm, first, log, samples)
+    finally:
+        log.close()
     assert int((sample["input_ids"] == token).sum()) % patch == 0
-    with torch.no_grad():
-        smolvlm(**sample)
+    assert torch.equal(multimodal_inputs(smolvlm)["input_ids"], first["input_ids"])  # whatever the forward takes

@@ -73,10 +73,12 @@ $(CLIENT_STAMP): pyproject.toml constraints-client.txt
 # end-to-end runs of llm-compressor's oneshot with staticexec's subgraphs (tests/client)
 client: client-install
 	$(CLIENT_BIN)/pytest -q -m client tests/client
-# every supported transformers release in an environment of its own, resumable release by release:
-# make matrix RELEASES="5.17.0 5.24.0"; writes docs/compatibility.md
+# every supported transformers release in an environment of its own; each release's results are committed in
+# docs/compatibility/transformers-X.json, so one release runs again on its own (make matrix RELEASES="5.20.2",
+# resumed if it stopped) and docs/compatibility.md is written from the results of all of them.
+# A plain `make matrix` runs only the releases whose results are incomplete or made by older analysis code.
 matrix: install
-	nice -n 10 $(BIN)/staticexec matrix $(if $(RELEASES),--releases $(RELEASES))
+	nice -n 10 $(BIN)/staticexec matrix $(if $(RELEASES),--releases $(RELEASES) --rerun)
 
 bench: install
 	$(BIN)/python benchmarks/emit_and_run.py --out docs/benchmarks.md

@@ -100,14 +100,17 @@ def _parser() -> argparse.ArgumentParser:
                         description="For each RELEASE: build an environment with that transformers (once), run "
                                     "verify over the foundation architectures, 40 more over every task, the "
                                     "vision-language models with multimodal samples and the encoder-decoder "
-                                    "targets, and keep the results in a JSON per release (resumable). Then write "
-                                    "the report from every release's results. Exit 1 when a case of a release run "
-                                    "is not ok (refused is a verdict, not a failure).")
+                                    "targets, and keep the results in a committed JSON per release "
+                                    "(docs/compatibility/transformers-X.json; resumable). Then write the report "
+                                    "from the results of every release, run now or before. Exit 1 when a case of "
+                                    "a release run is not ok (refused is a verdict, not a failure).")
     sp.add_argument("--releases", nargs="+", metavar="RELEASE", help="which releases (default: 5.15 to 5.24, "
                     "the newest patch of each minor)")
     sp.add_argument("--envs", default=".matrix-envs", metavar="DIR", help="where the environments are built")
     sp.add_argument("--results", default=None, metavar="DIR",
-                    help="the JSON per release (default: .staticexec-cache/matrix)")
+                    help="the JSON per release, committed (default: docs/compatibility)")
+    sp.add_argument("--rerun", action="store_true", help="run the releases again even when their results are "
+                    "complete and made by the current code (an incomplete one resumes)")
     sp.add_argument("--report", default="docs/compatibility.md", metavar="FILE.md")
     sp.add_argument("--report-only", action="store_true", help="only write the report from the results there are")
     sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers in each release")
@@ -322,15 +325,16 @@ def cmd_check(args) -> int:
 def cmd_matrix(args) -> int:
     from . import matrix
 
-    cache = args.results or matrix.CACHE
+    folder = args.results or matrix.RESULTS
     unknown = sorted(set(args.releases or []) - set(matrix.RELEASES))
     if unknown:
         raise UsageError(f"release {', '.join(unknown)} is not in the matrix ({' '.join(matrix.RELEASES)})")
     if args.report_only:
-        matrix.write_report(cache, args.report)
+        matrix.write_report(folder, args.report)
         print(f"{args.report} written")
         return 0
-    return matrix.run(args.releases or matrix.RELEASES, args.envs, cache, args.report, args.jobs, args.timeout)
+    return matrix.run(args.releases or matrix.RELEASES, args.envs, folder, args.report, args.jobs, args.timeout,
+                      rerun=args.rerun)
 
 
 COMMANDS = {"matrix": cmd_matrix, "plan": cmd_plan, "check": cmd_check, "graph": cmd_graph, "explain": cmd_explain, "emit": cmd_emit, "verify": cmd_verify}

@@ -6,9 +6,12 @@ own dependencies pinned as in constraints.txt and transformers' resolved by
 pip for that release), runs `verify` over a fixed set of cases in it, and
 writes docs/compatibility.md from the results, generated, never edited.
 
-Each release's results are a JSON file under the cache folder, written after
-every case, so the matrix can be run release by release and resumed; results
-made by other analysis code than the current one are run again.
+Each release's results are a small JSON file, committed under docs/compatibility/
+(sorted, no timings, so a rerun on any machine gives the same bytes when the
+verdicts are the same) and rewritten after every case. So one release can be run
+again on a fresh machine, and the report is still written from every release's
+results; a release's run resumes where it stopped, and results made by other
+analysis code than the current one are run again.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -89,7 +93,9 @@ GROUPS = {
     "sample": "40 more, spread over every task",
 }
 VERDICTS = ("ok", "refused", "not-ok", "absent")
-CACHE = os.path.join(".staticexec-cache", "matrix")
+RESULTS = os.path.join("docs", "compatibility")
+# what a committed row keeps of a case's result: no timings, so the file only changes with a verdict
+ROW_FIELDS = ("status", "reason", "subgraphs", "targets_called", "calls")
 # staticexec's own dependencies, pinned as in constraints.txt; transformers' are pip's choice per release
 OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "jsonschema", "accelerate", "psutil")
 REPORT_TOOLING = {"matrix.py", "cli.py", "drift.py", "plans.py", "coverage.py", "graph.py", "explain.py"}
@@ -174,23 +180,52 @@ def run_release(results: str, jobs: int, timeout: float) -> dict:
     if data.get("analysis") != key or data.get("transformers") != transformers.__version__:
         data = {"transformers": transformers.__version__, "analysis": key, "rows": {}}
     data["torch"] = __import__("torch").__version__
+    specs = {c.spec for c in cases()}
+    data["rows"] = {spec: row for spec, row in data["rows"].items() if spec in specs}
     todo = [c for c in cases() if c.spec not in data["rows"]]
     os.makedirs(os.path.dirname(os.path.abspath(results)), exist_ok=True)
 
     def keep(result: dict) -> None:
-        row = {k: v for k, v in result.items() if k != "arch"}
         spec = result["arch"]
-        data["rows"][spec] = row
-        write_atomic(results, json.dumps(data, indent=1, sort_keys=True) + "\n")
-        print(f"  {spec.split('|')[0]:<44} {row['status']:<15} {row.get('reason', '')[:100]}", flush=True)
+        data["rows"][spec] = {k: result[k] for k in ROW_FIELDS if k in result}
+        if "reason" in data["rows"][spec]:
+            data["rows"][spec]["reason"] = portable(str(result["reason"]))
+        write_results(results, data)
+        print(f"  {spec.split('|')[0]:<44} {result['status']:<15} {result.get('seconds', '')!s:>6}s "
+              f"{result.get('reason', '')[:100]}", flush=True)
 
     start = time.monotonic()
     sweep.run(run_case, [c.spec for c in todo], {"attn": "eager"}, jobs=jobs, timeout=timeout,
               label=f"transformers {transformers.__version__}", on_result=keep)
-    data["complete"] = all(c.spec in data["rows"] for c in cases())
-    write_atomic(results, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    write_results(results, data)
     print(f"transformers {transformers.__version__}: {len(todo)} cases run in {time.monotonic() - start:.0f}s")
     return data
+
+
+def portable(reason: str) -> str:
+    """A reason as any machine would write it: no folder of this checkout or environment, no object address."""
+    import transformers
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    packages = os.path.dirname(os.path.dirname(os.path.abspath(transformers.__file__)))
+    for folder in sorted({os.path.realpath(packages), packages, os.path.realpath(root), root}, key=len, reverse=True):
+        reason = reason.replace(folder + os.sep, "")
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", reason)
+
+
+def write_results(path: str, data: dict) -> None:
+    """One release's results as committed: sorted keys, one row per case, the same bytes on every machine."""
+    write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def results_path(folder: str, release: str) -> str:
+    return os.path.join(folder, f"transformers-{release}.json")
+
+
+def complete(data: dict | None) -> bool:
+    """Every case has a row made by the current analysis code."""
+    return bool(data) and data.get("analysis") == analysis_key() and all(
+        c.spec in data.get("rows", {}) for c in cases())
 
 
 # ----- the orchestrator ------------------------------------------------------------------------
@@ -245,22 +280,25 @@ def build_env(release: str, envs: str, root: str, tests: bool = False) -> str:
     return python
 
 
-def run(releases: list[str], envs: str, cache: str, report: str, jobs: int, timeout: float) -> int:
+def run(releases: list[str], envs: str, folder: str, report: str, jobs: int, timeout: float,
+        rerun: bool = False) -> int:
+    """Run `releases` into their results in `folder`, then write the report from every release's results there."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for release in releases:
-        results = os.path.join(cache, f"transformers-{release}.json")
-        data = _read(results)
-        if data and data.get("complete") and data.get("analysis") == analysis_key():
-            print(f"transformers {release}: done ({results}); delete it to run again")
-            continue
+        results = results_path(folder, release)
+        if complete(_read(results)):
+            if not rerun:
+                print(f"transformers {release}: done by the current code ({results}); --rerun runs it again")
+                continue
+            os.remove(results)  # started over; an incomplete one resumes instead
         python = build_env(release, envs, root)
         print(f"transformers {release}: verify in {python}", flush=True)
         subprocess.run([python, "-m", "staticexec.matrix", os.path.abspath(results), str(jobs), str(timeout)],
                        check=True, cwd=root)
-    write_report(cache, report)
+    write_report(folder, report)
     bad = {}
     for release in releases:
-        rows = (_read(os.path.join(cache, f"transformers-{release}.json")) or {}).get("rows", {})
+        rows = (_read(results_path(folder, release)) or {}).get("rows", {})
         bad[release] = sum(1 for row in rows.values() if verdict_of(row["status"]) == "not-ok")
     print(f"{report} written; not ok: " + ", ".join(f"{r} {n}" for r, n in bad.items()))
     return 1 if any(bad.values()) else 0
@@ -269,7 +307,8 @@ def run(releases: list[str], envs: str, cache: str, report: str, jobs: int, time
 # ----- docs/compatibility.md ------------------------------------------------------------------
 
 
-def write_report(cache: str, path: str) -> None:
+def write_report(folder: str, path: str) -> None:
+    """docs/compatibility.md from the results of every release in `folder` (those not run say so)."""
 
     key = analysis_key()
     by_case = {c.spec: c for c in cases()}
@@ -293,7 +332,7 @@ def write_report(cache: str, path: str) -> None:
     ]
     details: list[str] = []
     for release in RELEASES:
-        data = _read(os.path.join(cache, f"transformers-{release}.json"))
+        data = _read(results_path(folder, release))
         if not data:
             lines.append(f"| {release} | not run | | | | | | | | |")
             continue
@@ -331,6 +370,8 @@ def write_report(cache: str, path: str) -> None:
     lines += [
         "",
         "The analysis column is a hash of the code that verify runs; a row made by older code is marked.",
+        f"Each release's results are in `{RESULTS}/transformers-X.json`; `make matrix RELEASES=X` runs one",
+        "release again and writes this page from the results of all of them.",
     ]
     write_atomic(path, "\n".join(lines + details) + "\n")
 

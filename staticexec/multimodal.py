@@ -18,6 +18,7 @@ built as the processor would, from the vision config.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -53,7 +54,8 @@ def _sizes(config: Any, vision: Any) -> list[tuple[int, int]]:
     patches per side must be a multiple of scale_factor; the class defaults of Idefics3 and SmolVLM
     (224 px, 32 px patches: 7 per side, scale 2) are not. Models whose positions are fixed to the
     configured size take the first entry; variable-resolution encoders (Idefics3's bucketed
-    positions) take the second.
+    positions) take the second, or the third where the merger wants the token count in blocks of
+    the patch size.
     """
     height, width = _side(vision.image_size)
     sizes = [(height, width)]
@@ -64,6 +66,12 @@ def _sizes(config: Any, vision: Any) -> list[tuple[int, int]]:
         fitted = (max(step, height // step * step), max(step, width // step * step))
         if fitted != (height, width):
             sizes.append(fitted)
+        # the smallest square grid of n x n tokens, n at least the fitted one's, whose token count is a
+        # multiple of patch_size: a merger that groups the shuffled image states in blocks of
+        # vision_config.patch_size (SmolVLM's inputs_merger in some releases) takes no other count
+        side = next(n for n in range(max(1, min(fitted) // step), patch + 1) if n * n % patch == 0)
+        if (side * step, side * step) not in sizes:
+            sizes.append((side * step, side * step))
     return sizes
 
 
@@ -173,20 +181,35 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
     """input_ids with one image's placeholder tokens, attention_mask, modality ids and the image inputs (batch of one).
 
     A model with no image path whose forward takes audio gets an audio sample instead (see audio.py).
+    The first of `multimodal_samples`.
+    """
+    return next(multimodal_samples(model, seed=seed))
+
+
+def multimodal_samples(model: Any, *, seed: int = 0) -> Iterator[dict]:
+    """The samples to try, in order: one per image layout that the model's own get_image_features accepts.
+
+    get_image_features can't tell whether the model takes that many image tokens, so the
+    model's forward decides (verify runs it on the first and moves on only when it refuses):
+    a merger that groups image states in blocks of the patch size (SmolVLM's in 5.20) takes
+    only a later size. Cross-attention and audio samples are one, already checked.
     """
     config = model.config
     vision = getattr(config, "vision_config", None)
     token = next((getattr(config, f) for f in TOKEN_FIELDS if isinstance(getattr(config, f, None), int)), None)
     if vision is not None and token is not None and _takes_cross_attention_images(model):
-        return _cross_attention_inputs(model, token, seed)
+        yield _cross_attention_inputs(model, token, seed)
+        return
     if vision is None or token is None or not hasattr(model, "get_image_features"):
         if takes_audio(model):
             from .audio import audio_inputs
 
-            return audio_inputs(model, seed=seed)
+            yield audio_inputs(model, seed=seed)
+            return
         raise TinyBuildError(f"{type(model).__name__} has no vision config, image token or get_image_features")
     generator = torch.Generator().manual_seed(seed)
     failures: list[str] = []  # each distinct one: the last layout's error often hides the real cause
+    accepted = 0
     for image in _layouts(model, vision, generator):
         image = {**image, **_instruction(model, seed)}
         try:
@@ -199,5 +222,7 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
             continue
         text = sample_inputs(model, batch=1, seed=seed, provided=image)["input_ids"]
         ids = torch.cat([text[:, :4], torch.full((1, count), token, dtype=text.dtype), text[:, 4:]], dim=1)
-        return {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
-    raise TinyBuildError(f"get_image_features accepts no image layout tried: {'; '.join(failures) or 'none to try'}")
+        accepted += 1
+        yield {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
+    if not accepted:
+        raise TinyBuildError(f"get_image_features accepts no image layout tried: {'; '.join(failures) or 'none to try'}")

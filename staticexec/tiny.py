@@ -110,6 +110,17 @@ REPAIRS: dict[str, dict[str, Any]] = {
 }
 
 
+# Composite encoder-decoder configs that some releases can't build from their own defaults (no sub-config
+# defaults: "not both `encoder` and `decoder` sub-configurations are passed"), by model_type: the encoder's and
+# the decoder's model types that the releases which do have defaults use (their `sub_configs_defaults`). The
+# composite is put together by the class's own `from_encoder_decoder_configs`, only when `cls()` fails.
+ENCODER_DECODER_DEFAULTS: dict[str, tuple[str, str]] = {
+    "encoder-decoder": ("bert", "bert"),
+    "speech-encoder-decoder": ("wav2vec2", "bert"),
+    "vision-encoder-decoder": ("vit", "bert"),
+}
+
+
 class TinyBuildError(Exception):
     """The tiny model for an architecture can't be built; str() is a one-line reason."""
 
@@ -519,7 +530,7 @@ class _Shrinker:
         for key in computed:
             new.pop(key, None)
         try:
-            tiny = cls(**new)
+            tiny = _construct(cls, new, subs)
         except Exception as e:
             raise TinyBuildError(f"{cls.__name__} rejects the tiny config: {_one_line(e)}") from e
         self.kept_layers = {plan.old: plan for plan in plans}
@@ -613,6 +624,21 @@ class _Shrinker:
                 new[key] = _scale_section(value, ratio)
             elif role(key) == "rotary_dim" and _is_int(value):
                 new[key] = max(2, 2 * round(value * ratio / 2))
+
+
+def _construct(cls: type[PretrainedConfig], values: dict[str, Any], subs: dict[str, Any]) -> PretrainedConfig:
+    """`cls(**values)`; a class that only takes its sub-configs as dicts (the encoder-decoder composites
+    of releases with no sub-config defaults pop their `model_type`) gets them as dicts."""
+    try:
+        return cls(**values)
+    except Exception as first:
+        if not any(isinstance(values.get(key), PretrainedConfig) for key in subs):
+            raise
+        as_dicts = {k: v.to_dict() if k in subs and isinstance(v, PretrainedConfig) else v for k, v in values.items()}
+        try:
+            return cls(**as_dicts)
+        except Exception:
+            raise first from None
 
 
 def _rope_dicts(rope: dict[str, Any]) -> list[dict[str, Any]]:
@@ -932,14 +958,35 @@ def _default_config(cls: type[PretrainedConfig]) -> PretrainedConfig:
     """The class's defaults with the REPAIRS of every level's model_type.
 
     The defaults are built once to find the sub-configs' model types, then again with the
-    repairs passed down as nested dicts, so each sub-config class validates its own.
+    repairs passed down as nested dicts, so each sub-config class validates its own. An
+    encoder-decoder composite with no defaults is made of its ENCODER_DECODER_DEFAULTS.
     """
     try:
-        probe = cls(**copy.deepcopy(REPAIRS.get(getattr(cls, "model_type", ""), {})))
+        probe, parts = _class_defaults(cls, copy.deepcopy(REPAIRS.get(getattr(cls, "model_type", ""), {})))
         repairs = _repairs_for(probe)
-        return cls(**repairs) if repairs else probe
+        return cls(**{**parts, **repairs}) if repairs else probe
     except Exception as e:
         raise TinyBuildError(f"{cls.__name__}() fails with its own defaults: {_one_line(e)}") from e
+
+
+def _class_defaults(cls: type[PretrainedConfig], kwargs: dict[str, Any]
+                    ) -> tuple[PretrainedConfig, dict[str, Any]]:
+    """`cls(**kwargs)`; for an encoder-decoder composite with no defaults, one made of default sub-configs.
+
+    Returns the config and, when it was put together from sub-configs, those sub-configs as the
+    dicts the class must be given again to rebuild it (such a class takes both or fails).
+    """
+    try:
+        return cls(**kwargs), {}
+    except Exception:
+        pair = ENCODER_DECODER_DEFAULTS.get(getattr(cls, "model_type", ""))
+        if pair is None or not hasattr(cls, "from_encoder_decoder_configs"):
+            raise
+    from transformers import AutoConfig
+
+    encoder, decoder = (AutoConfig.for_model(model_type) for model_type in pair)
+    config = cls.from_encoder_decoder_configs(encoder, decoder, **kwargs)
+    return config, {key: sub.to_dict() for key, sub in _sub_configs(config).items()}
 
 
 def _repairs_for(config: PretrainedConfig) -> dict[str, Any]:
@@ -1243,7 +1290,7 @@ def upstream_note(arch: str, attn_implementation: str = "eager", error: BaseExce
     if _import_error(error) or arch in _MISSING_LIBRARY:
         return "needs a library: "
     try:
-        config = config_class_for(arch)()
+        config, _ = _class_defaults(config_class_for(arch), {})
         with torch.device("meta"):
             model_class_for(arch)._from_config(config, attn_implementation=attn_implementation)
     except ImportError:

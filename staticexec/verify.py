@@ -9,7 +9,9 @@ subgraph; the outputs are `torch.equal` to the model's own.
 
 from __future__ import annotations
 
+import itertools
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,11 +141,13 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     if missing:
         raise UsageError(f"no module of class {', '.join(missing)} in {architecture}")
     mode = sample
+    more: Iterator[dict] = iter(())  # later multimodal samples, tried when the forward refuses the first
     try:
         if mode == "multimodal":
-            from .multimodal import multimodal_inputs
+            from .multimodal import multimodal_samples
 
-            sample = multimodal_inputs(model)
+            more = multimodal_samples(model)
+            sample = next(more)
         else:
             sample = tiny.sample_inputs(model)
     except tiny.TinyBuildError as exc:
@@ -152,7 +156,7 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     log = _CallLog(model, set(targets))
     try:
         try:
-            expected, sample = _own_forward(model, sample, log)
+            expected, sample = _own_forward(model, sample, log, more)
         except Exception as exc:  # the model itself can't run here
             verdict.status, verdict.reason = "run-failed", _one_line(exc)
             return verdict
@@ -215,8 +219,12 @@ def chain_problem(model: Any, subgraphs: list, sample: dict, log: _CallLog, own_
     return problem
 
 
-def _own_forward(model: Any, sample: dict, log: "_CallLog") -> tuple[Any, dict]:
-    """The model's own output on the sample; with its cache off when the default cache can't run here."""
+def _own_forward(model: Any, sample: dict, log: "_CallLog", more: Iterable[dict] = ()) -> tuple[Any, dict]:
+    """The model's own output on the sample; with its cache off when the default cache can't run here.
+
+    Only when neither runs are the `more` samples tried (each with, then without the cache), so
+    the sample a model takes the first time is the one it always got.
+    """
     import inspect
 
     import torch
@@ -225,11 +233,13 @@ def _own_forward(model: Any, sample: dict, log: "_CallLog") -> tuple[Any, dict]:
 
     params = inspect.signature(model.forward).parameters
     takes_cache = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+    without_cache = takes_cache and "use_cache" not in sample
     candidates = [sample] + tiny.alternative_samples(model)
-    if takes_cache and "use_cache" not in sample:
+    if without_cache:
         candidates += [dict(c, use_cache=False) for c in candidates]
+    later = (c for m in _until_error(more) for c in ([m, dict(m, use_cache=False)] if without_cache else [m]))
     first: Exception | None = None
-    for candidate in candidates:
+    for candidate in itertools.chain(candidates, later):
         log.calls.clear()  # a failed attempt may have called some targets already
         try:
             with torch.no_grad():
@@ -237,6 +247,14 @@ def _own_forward(model: Any, sample: dict, log: "_CallLog") -> tuple[Any, dict]:
         except Exception as exc:
             first = first or exc
     raise first
+
+
+def _until_error(samples: Iterable[dict]) -> Iterator[dict]:
+    """The samples, until one can't be made: then the first forward's error is the one to report."""
+    try:
+        yield from samples
+    except Exception:
+        return
 
 
 def _check_calls(own: list[tuple[str, int]], chained: list[tuple[str, int]], n_subgraphs: int) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import test_architectures
 from staticexec import matrix
@@ -44,3 +45,39 @@ def test_the_report_counts_each_release_and_names_every_not_ok(tmp_path):
     assert "- **not ok** (mismatch), 1 case: subgraphs raised TypeError: boom" in text
     assert f"  - {cases[0].arch} [foundation]" in text
     assert "- refused, 1 case: x.py:3: no call path" in text
+
+
+def test_the_report_is_written_from_the_committed_results_of_every_release(tmp_path):
+    """One release run again, the others from their committed files; a file made by older code is marked."""
+    rows = {c.spec: {"status": "ok", "reason": ""} for c in matrix.cases()}
+    current = {"transformers": "5.20.2", "analysis": matrix.analysis_key(), "rows": rows}
+    older = {"transformers": "5.17.0", "analysis": "0123456789ab", "rows": rows}
+    matrix.write_results(matrix.results_path(str(tmp_path), "5.20.2"), current)
+    matrix.write_results(matrix.results_path(str(tmp_path), "5.17.0"), older)
+    report = tmp_path / "compatibility.md"
+    matrix.write_report(str(tmp_path), str(report))
+    text = report.read_text()
+    assert f"| 5.20.2 | 70 | 0 | 0 | 0 | 14/14 | 12/12 | 4/4 | 40/40 | `{matrix.analysis_key()}` |" in text
+    assert "| 5.17.0 | 70 | 0 | 0 | 0 | 14/14 | 12/12 | 4/4 | 40/40 | `0123456789ab` (older code) |" in text
+    assert "| 5.24.0 | not run |" in text
+    assert matrix.complete(current) and not matrix.complete(older)
+    assert not matrix.complete({**current, "rows": dict(list(rows.items())[1:])})
+
+
+def test_committed_results_are_sorted_and_hold_no_timings(tmp_path):
+    path = matrix.results_path(str(tmp_path), "5.20.2")
+    row = {"status": "ok", "reason": "", "subgraphs": 3, "targets_called": 2, "calls": {"B": 1, "A": 1}}
+    data = {"transformers": "5.20.2", "analysis": "x", "torch": "2.13.0", "rows": {"b|text|": row, "a|text|": row}}
+    matrix.write_results(path, data)
+    text = open(path, encoding="utf-8").read()
+    assert text == json.dumps(json.loads(text), indent=1, sort_keys=True) + "\n"
+    assert text.index('"a|text|"') < text.index('"b|text|"')
+    assert "seconds" not in matrix.ROW_FIELDS
+
+
+def test_reasons_name_no_folder_of_this_machine():
+    import transformers
+
+    packages = os.path.dirname(os.path.dirname(os.path.abspath(transformers.__file__)))
+    reason = f"RuntimeError: {packages}/transformers/models/x.py:3: <object at 0x7f3a2b1c>"
+    assert matrix.portable(reason) == "RuntimeError: transformers/models/x.py:3: <object>"

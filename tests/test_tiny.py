@@ -11,6 +11,7 @@ import torch
 import transformers
 
 from staticexec.tiny import (
+    MAX_PARAM_MB,
     TinyBuildError,
     UnknownArchitecture,
     build_tiny_model,
@@ -292,12 +293,22 @@ def test_counts_of_sibling_lists_are_not_thresholds() -> None:
     """`num_conv_layers` counts `conv_kernel_sizes`, not leading layers of the encoder stack."""
     speech = tiny("Speech2TextForConditionalGeneration")
     assert speech.num_conv_layers == len(speech.conv_kernel_sizes)
-    try:
-        transformers.SpeechEncoderDecoderConfig()
-    except ValueError as exc:
-        pytest.skip(f"SpeechEncoderDecoderConfig's defaults are broken in transformers {transformers.__version__}: {exc}")
     wav2vec = tiny("SpeechEncoderDecoderModel").encoder
     assert wav2vec.num_feat_extract_layers == len(wav2vec.conv_dim) == len(wav2vec.conv_stride) == len(wav2vec.conv_kernel)
+
+
+@pytest.mark.parametrize("arch, encoder, decoder", [
+    ("SpeechEncoderDecoderModel", "wav2vec2", "bert"),
+    ("VisionEncoderDecoderModel", "vit", "bert"),
+    ("EncoderDecoderModel", "bert", "bert"),
+])
+def test_encoder_decoder_composites_get_default_sub_configs(arch: str, encoder: str, decoder: str) -> None:
+    """Releases whose composite has no defaults get the sub-configs the others default to, joined by
+    the class's own from_encoder_decoder_configs; where the defaults exist, they are the same."""
+    config = tiny(arch)
+    assert (config.encoder.model_type, config.decoder.model_type) == (encoder, decoder)
+    assert config.decoder.is_decoder and config.decoder.add_cross_attention
+    assert tiny_mb(arch) <= MAX_PARAM_MB
 
 
 def test_stage_widths_and_codebooks_shrink() -> None:

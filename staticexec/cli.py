@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="a user's config (e.g. a Llava holding a Mistral) instead of the config class's "
                              "defaults; the plan records its model types, tiny models shrink its sizes")
 
+    def sample_option(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--sample", choices=["text", "multimodal"], default="text",
+                        help="text: token ids only (vision/audio branches stay opaque); multimodal: also an image "
+                             "and its placeholder tokens, so vision layers can be targets (default: text)")
+
     sp = sub.add_parser("plan", help="analyse an architecture and write its wrap plan",
                         description="Analyse ARCH's forward from its source and write DIR/ARCH.json.")
     sp.add_argument("architecture", nargs="?", metavar="ARCH", help="model class name, e.g. LlamaForCausalLM")
@@ -76,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
                         description="Build a tiny random ARCH from its config class and print its subgraphs.")
     sp.add_argument("architecture", metavar="ARCH")
     targets(sp)
+    sample_option(sp)
 
     sp = sub.add_parser("graph", help="draw the call graph of an architecture's plan",
                         description="Draw ARCH's call graph: the targets, the reaching functions and the calls "
@@ -124,9 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     targets(sp)
     sp.add_argument("--attn", choices=["eager", "sdpa", "both"], default="eager",
                     help="attention implementation(s) to verify with (default: eager)")
-    sp.add_argument("--sample", choices=["text", "multimodal"], default="text",
-                    help="text: token ids only (vision/audio branches stay opaque); multimodal: also an image "
-                         "and its placeholder tokens, so vision layers can be targets (default: text)")
+    sample_option(sp)
     sp.add_argument("--targets-from", choices=["default", "llmcompressor"], default="default",
                     help="without --targets: default, the outermost _no_split_modules classes the model holds; "
                          "llmcompressor, the model's _no_split_modules as llm-compressor's pipeline passes them, "
@@ -230,7 +234,12 @@ def cmd_emit(args) -> int:
         raise UsageError(str(exc)) from exc
     targets = args.targets or tiny.default_targets(model)
     plan = analyse_architecture(args.architecture, targets, config=model.config)
-    sample = tiny.sample_inputs(model)
+    if args.sample == "multimodal":
+        from .multimodal import multimodal_samples
+
+        sample = next(multimodal_samples(model))
+    else:
+        sample = tiny.sample_inputs(model)
     subgraphs = Emitter(plan, model, sample).emit()
     for sg in subgraphs:
         print(f"# subgraph {sg.index}: inputs {sorted(sg.input_names)} -> outputs {sorted(sg.output_names)}")

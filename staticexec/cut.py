@@ -38,6 +38,35 @@ class _Names:
     loads: list[str]
     definite: set[str]
     maybe: set[str]
+    written: set[str] = field(default_factory=set)  # names whose value the code may change in place
+
+
+def _written_in_place(tree: ast.AST) -> set[str]:
+    """Names whose object the code changes in place: `x += y` (in place on a tensor), `x[i] = y`,
+    `x[i] += y`, `x.attr = y` and in-place methods such as `x.add_(y)` or `x.masked_fill_(m, v)`."""
+    out: set[str] = set()
+
+    def base(node: ast.AST) -> str | None:
+        while isinstance(node, (ast.Subscript, ast.Attribute)):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    for node in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            targets = [t for t in targets if isinstance(t, (ast.Subscript, ast.Attribute))]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            if attr.endswith("_") and not attr.startswith("_"):
+                targets = [node.func.value]
+        for t in targets:
+            name = base(t)
+            if name is not None:
+                out.add(name)
+    return out
 
 
 @lru_cache(maxsize=65536)
@@ -69,7 +98,7 @@ def _names(code: str) -> _Names:
             stores.add(node.arg)
     _drop_inner_scopes(tree, order)
     loads = [n for _, _, n in sorted(order)]
-    return _Names(loads, definite, stores - definite)
+    return _Names(loads, definite, stores - definite, _written_in_place(tree))
 
 
 def _drop_inner_scopes(tree: ast.AST, order: list) -> None:
@@ -104,6 +133,7 @@ class Piece:
     steps: list[Step]
     inputs: list[str] = field(default_factory=list)
     maybe_inputs: set[str] = field(default_factory=set)
+    written_inputs: set[str] = field(default_factory=set)  # inputs the piece may change in place
     prelude: dict[str, str] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
     definite_outputs: set[str] = field(default_factory=set)  # surely bound when the piece ends
@@ -149,6 +179,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                         inputs.append(name)
                         if name not in defined:
                             piece.maybe_inputs.add(name)
+            piece.written_inputs |= {n for n in names.written if n in inputs and n not in local}
             local |= names.definite
         piece.inputs = inputs
         stored = set()
@@ -191,6 +222,7 @@ def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_
         origins=origins,
         filename=f"<staticexec {title} subgraph {index} of {count}>",
         target_origins=[s.origin for s in steps],
+        written_inputs=set(piece.written_inputs),
         _globals=globals_,
     )
 

@@ -286,3 +286,53 @@ def expect_branch(taken: bool, expected: bool, where: str, test: str) -> None:
             f"{where}: `{test}` is {taken} for these inputs but was {expected} for the sample the subgraphs "
             "were emitted for; emit them again for inputs like these"
         )
+
+
+class HookMismatch(RuntimeError):
+    """A module whose forward is inlined into the subgraphs has hooks that can't be run as torch would."""
+
+
+def _forward_hooks(module: Any) -> list:
+    """(hook, with_kwargs) for the forward hooks torch would run after `module`'s forward, in its order."""
+    from torch.nn.modules import module as torch_module
+
+    glob = torch_module._global_forward_hooks
+    return ([(h, k in torch_module._global_forward_hooks_with_kwargs) for k, h in glob.items()]
+            + [(h, k in module._forward_hooks_with_kwargs) for k, h in module._forward_hooks.items()])
+
+
+def hooks_enter(module: Any, kw: dict, n_positional: int, where: str) -> tuple | None:
+    """At the start of an inlined module call: the call's arguments when forward hooks will need them.
+
+    `kw` is the call's arguments by parameter name, the first `n_positional` of them passed by
+    position (as torch gives them to a hook in `args`), the rest by keyword.
+
+    Hooks may be added after the subgraphs were emitted (transformers adds its output-capturing
+    hooks on the first call that asks for hidden states), so they are looked up when the
+    subgraph runs. A forward pre-hook, which may change the arguments the inlined body already
+    took, is refused."""
+    from torch.nn.modules import module as torch_module
+
+    if module._forward_pre_hooks or torch_module._global_forward_pre_hooks:
+        raise HookMismatch(f"{where}: {type(module).__name__} has a forward pre-hook, but its forward is inlined "
+                           "into the subgraphs, so the hook would not run")
+    if not _forward_hooks(module):
+        return None
+    values = list(kw.items())
+    return tuple(v for _, v in values[:n_positional]), dict(values[n_positional:])
+
+
+def hooks_exit(module: Any, held: tuple | None, result: Any, where: str) -> Any:
+    """At the end of an inlined module call: its forward hooks run on the result, as `module(...)` runs them."""
+    hooks = _forward_hooks(module)
+    if not hooks:
+        return result
+    if held is None:
+        raise HookMismatch(f"{where}: a forward hook was added to {type(module).__name__} while its inlined forward "
+                           "ran, so the call's arguments were not kept for it")
+    args, kwargs = held
+    for hook, with_kwargs in hooks:
+        out = hook(module, args, kwargs, result) if with_kwargs else hook(module, args, result)
+        if out is not None:
+            result = out
+    return result

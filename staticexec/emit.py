@@ -442,8 +442,12 @@ class Emitter:
 
     # ----- binding a call ------------------------------------------------------------------
 
-    def _bind(self, frame: Frame, kw_code: str, kw_values: dict[str, object], open_kw: bool) -> None:
-        """Bind the frame's parameters from a keyword dict, running decorator models around it."""
+    def _bind(self, frame: Frame, kw_code: str, kw_values: dict[str, object], open_kw: bool,
+              hooks: tuple[str, str, int] | None = None) -> None:
+        """Bind the frame's parameters from a keyword dict, running decorator models around it.
+
+        With `hooks` (the name to hold them, the call's file:line, how many arguments it passed by
+        position), the module call's arguments are kept for its forward hooks first."""
         fn = frame.fn
         kw = f"kw__{frame.index}"
         start = frame.entry["lines"][0]
@@ -451,6 +455,9 @@ class Emitter:
         decorators = frame.entry.get("decorators", [])
         self_name = fn.params.params[0].name.value if frame.entry["self_class"] is not None else None
         self_var = frame.local(self_name) if self_name else "None"
+        if hooks is not None:
+            held, where, n_positional = hooks
+            self._add(frame, f"{held} = {RUNTIME}.hooks_enter({self_var}, {kw}, {n_positional}, {where!r})\n", start)
         wrappers = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.WRAPPER]
         if wrappers:
             self._check_wrapper_chain(frame, len(wrappers))
@@ -858,9 +865,17 @@ class Emitter:
         if autograd:  # `Fn.apply(...)` gives the forward a fresh context as its first argument
             ctx_name = inner.fn.params.params[0].name.value
             kw_code = "{" + f"{ctx_name!r}: {RUNTIME}.AutogradContext(), " + kw_code[1:]
-        self._bind(inner, kw_code, kw_values, open_kw)
+        hooks = None
+        if callee is self_obj:  # `module(...)`: torch runs the module's forward hooks after its forward
+            positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+            hooks = (f"hk__{inner.index}", self._origin(frame, line), len(positional))
+        self._bind(inner, kw_code, kw_values, open_kw, hooks)
         self._body(inner)
         self._finish(inner)
+        if hooks is not None:
+            held, where, _ = hooks
+            self_var = inner.local(inner.fn.params.params[0].name.value)
+            self._add(frame, f"{result} = {RUNTIME}.hooks_exit({self_var}, {held}, {result}, {where!r})\n", line)
         self._add(frame, self._returning(frame, stmt, (id(call), result), choose), line)
         self._forget_stores(frame, stmt)
 

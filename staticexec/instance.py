@@ -3,8 +3,9 @@
 The emitter inlines the forward of the root and of every module between it and the targets, so
 whatever the instance adds around those forwards would silently not run in the subgraphs:
 
-- forward hooks and pre-hooks (also with kwargs, and accelerate's `_hf_hook`) on the root or an
-  ancestor of a target, and global module hooks (accelerate's CPU offload is honoured: its root
+- forward hooks on the root, forward pre-hooks (also with kwargs, and accelerate's `_hf_hook`)
+  on the root or an ancestor of a target, and global module hooks (accelerate's CPU offload is
+  honoured: its root
   hook only aligns devices, a no-op when everything runs on the sample's device, and the hooks
   that load offloaded weights sit on the modules that are called as modules; compressed-tensors'
   offloading, which llm-compressor's pipeline applies, is honoured when the sample is on the
@@ -13,8 +14,11 @@ whatever the instance adds around those forwards would silently not run in the s
   after the class was built, or wrapped by a class decorator).
 
 Targets and the modules opaque code calls are called as modules, so their hooks do run; a hook
-on a target is honoured exactly. Everything else above is refused, naming the module path and
-the file and line of the hook or the replacing function.
+on a target is honoured exactly. The forward hooks of an ancestor are run by the subgraph that
+ends its inlined forward, as torch would run them (they are looked up when the subgraph runs,
+so hooks added later, such as transformers' output-capturing hooks, run too). Everything else
+above is refused, naming the module path and the file and line of the hook or the replacing
+function.
 """
 
 from __future__ import annotations
@@ -110,6 +114,8 @@ def instance_refusals(model: Any, plan_doc: dict, sample: Any = None) -> list[Me
     for path, module in inlined_modules(model, targets):
         label = f"the model ({type(module).__name__})" if not path else f"{path} ({type(module).__name__})"
         for attr in HOOK_DICTS:
+            if attr == "_forward_hooks" and path:  # run by the subgraph after the inlined forward (hooks_exit)
+                continue
             for hook in getattr(module, attr, {}).values():
                 kind = "pre-hook" if "pre" in attr else "hook"
                 out.append(InstanceHook(*_place(hook, module), f"a forward {kind} {_name(hook)} on {label}: "

@@ -126,6 +126,7 @@ class Subgraph:
     origins: list[tuple[int, str]] = field(default_factory=list, repr=False)
     filename: str = ""
     target_origins: list[str] = field(default_factory=list, repr=False)
+    written_inputs: set[str] = field(default_factory=set)  # inputs its code may change in place
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
@@ -143,8 +144,9 @@ class Subgraph:
     def forward(self, model: Any, *args: Any, **inputs: Any) -> dict:
         """Run this subgraph on its named inputs; returns the named values later subgraphs need.
 
-        The inputs are exactly `input_names`. Mutable inputs are copied first (tensors are
-        shared), so the inputs are left as they were and a second run gives the same outputs.
+        The inputs are exactly `input_names`. Mutable inputs are copied first, and so are the
+        tensors its code writes in place (`x += y`, `x[i] = y`, `x.add_(y)`); other tensors are
+        shared. So the inputs are left as they were and a second run gives the same outputs.
         """
         if args:
             raise TypeError("subgraph inputs are passed by name")
@@ -155,7 +157,8 @@ class Subgraph:
                                   f"unexpected inputs {extra}" if extra else "") if part))
         unpacked = {k: _unpack(v) for k, v in inputs.items()}  # alive while copied: the memo is keyed by id
         memo: dict = {}
-        values = {k: _fresh(v, memo) for k, v in unpacked.items()}
+        written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)}  # first: aliases share the copy
+        values = {k: written[k] if k in written else _fresh(v, memo) for k, v in unpacked.items()}
         checked = _TRIPWIRES.get()
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
@@ -274,8 +277,9 @@ def _is_atom(value: Any) -> bool:
 def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
     """A copy of the containers and plain objects in `value`, sharing its modules and configs.
 
-    Tensors passed as such, or in tuples, are shared; tensors held by a list, a dict or an
-    object are cloned, since model code updates those in place (a recurrent state, a cache).
+    Tensors passed as such, or in tuples, are shared (or given the copy already made of them);
+    tensors held by a list, a dict or an object are cloned, since model code updates those in
+    place (a recurrent state, a cache).
     One memo per subgraph run keeps two names for one object two names for one copy."""
     import copy
 
@@ -283,7 +287,7 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
 
     if type(value) is torch.Tensor or isinstance(value, torch.Tensor):
         if not held:
-            return value
+            return memo.get(id(value), value)
         key = id(value)  # a tensor kept in a list, dict or object may be written in place
         if key not in memo:
             memo[key] = value.clone()
@@ -344,8 +348,8 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
     Strict as its cache is: every input name must exist (from the inputs or an earlier
     subgraph), every consumed name must exist when it is deleted, and values are rebuilt
     between subgraphs as the cache rebuilds them. With `twice`, each subgraph runs a second
-    time on the same inputs (the pipeline's calibration and propagation passes), and both
-    runs must give the same outputs.
+    time on the same inputs (the pipeline's calibration and propagation passes): both runs
+    must give the same outputs and leave the inputs as they were.
     """
     unknown = sorted(inputs.keys() - subgraphs[0].input_names) if subgraphs else []
     if unknown:  # the first subgraph takes every key of the sample it was emitted for
@@ -362,11 +366,14 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
                                 "subgraph provide")
         args = {k: values[k] for k in sg.input_names}
         if twice:
+            kept = {k: _copied(v) for k, v in args.items()}
             first = sg.forward(model, **args)
+            _check_unchanged(sg, kept, args)
             if before is not None:
                 before(sg)
         out = sg.forward(model, **args)
         if twice:
+            _check_unchanged(sg, kept, args)
             differs = _differs(first, out)
             if differs:
                 raise ContractError(f"subgraph {sg.index} gives other outputs when run twice on the same inputs: {differs}")
@@ -376,6 +383,29 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
                 raise ContractError(f"subgraph {sg.index} consumes {name!r}, which does not exist")
             del values[name]
     return {k: _unpack(v) for k, v in out.items()}
+
+
+def _copied(value: Any) -> Any:
+    """A copy of the tensors in `value` and the containers holding them, to compare with later."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return [_copied(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _copied(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+def _check_unchanged(sg: Subgraph, kept: dict, args: dict) -> None:
+    for name, value in args.items():
+        differs = _differs(kept[name], _copied(value), name)
+        if differs:
+            raise ContractError(f"subgraph {sg.index} changed its input {differs} in place: the pipeline's second "
+                                "run of it, and any later subgraph, would see the changed value")
 
 
 def _differs(a: Any, b: Any, where: str = "") -> str:

@@ -48,7 +48,7 @@ def test_an_unchanged_copy_is_not_stale(tmp_path, monkeypatch):
         assert torch.equal(run_subgraphs(model, subgraphs(model, sample, ["Layer"]), sample), model(**sample))
 
 
-@pytest.mark.parametrize("name", ["hook_on_root", "pre_hook_with_kwargs_on_root", "hook_on_ancestor",
+@pytest.mark.parametrize("name", ["hook_on_root", "pre_hook_with_kwargs_on_root", "pre_hook_on_ancestor",
                                   "forward_replaced_on_instance", "accelerate_like_hook_on_root"])
 def test_refusals_name_the_hook_or_function(name):
     case = next(c for c in cases() if c.name == name)

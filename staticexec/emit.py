@@ -753,6 +753,21 @@ class Emitter:
             raise Refused([InstanceMismatch(self.where[0], entry["lines"][0], "the plan's call site is not in the source")])
         return calls[index]
 
+    def _callee(self, frame: Frame, func: cst.BaseExpression, line: int) -> Any:
+        """The object a reaching call calls; `super().name` is looked up past the class that defines
+        the frame's function, as Python's zero-argument `super()` does."""
+        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and not func.value.args
+                and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
+                and frame.self_obj is not None and "super" not in frame.rename):
+            ref = FunctionRef.parse(frame.entry["function"]).owner
+            if ref is not None:
+                owner: Any = importlib.import_module(ref.module)
+                for part in ref.name.split("."):
+                    owner = getattr(owner, part)
+                if isinstance(owner, type) and isinstance(frame.self_obj, owner):
+                    return getattr(super(owner, frame.self_obj), func.attr.value)
+        return self._concrete(frame, func, line)
+
     def _concrete(self, frame: Frame, expr: cst.BaseExpression, line: int) -> Any:
         try:
             return evaluate(_code(expr), frame.values, frame.module_globals)
@@ -832,7 +847,7 @@ class Emitter:
         if not runs:
             self._skipped(frame, stmt, line, choose)
             return
-        callee = self._concrete(frame, call.func, line)
+        callee = self._callee(frame, call.func, line)
         bound = getattr(callee, "__self__", None)
         autograd = False
         if hasattr(callee, "forward") and _is_module(callee):

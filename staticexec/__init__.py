@@ -1,4 +1,8 @@
-"""staticexec: split a model's forward into sequential subgraphs from its source alone."""
+"""staticexec: split a model's forward into sequential subgraphs from its source alone.
+
+The pipeline runs source -> names/resolve -> callgraph -> plan -> emit -> cut -> run; the
+package exports its entry points (api.py) and the `Subgraph` it produces (run.py).
+"""
 
 __version__ = "0.1.0"
 

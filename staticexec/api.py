@@ -1,4 +1,8 @@
-"""The public entry points: analyse a class, load a plan, emit and run subgraphs."""
+"""The public entry points: analyse a class, load a plan, emit and run subgraphs.
+
+They drive the whole pipeline: `analyse` runs source -> names/resolve -> callgraph -> plan,
+and `subgraphs` then runs emit -> cut, returning run.py's `Subgraph`s.
+"""
 
 from __future__ import annotations
 
@@ -83,6 +87,7 @@ def _defined_anywhere(names: list[str]) -> bool:
 
 
 def analyse_architecture(name: str, targets: list[str] | None = None, config: Any = None) -> Plan:
+    """Build a plan for an architecture by name, against its config class's defaults unless a config is given."""
     arch: Architecture = find_architecture(name)
     if config is None:
         try:

@@ -3,6 +3,9 @@
 An architecture is a model class name such as `LlamaForCausalLM`. Its
 model_type, config class and defining file come from transformers' auto
 mapping name tables; no modeling module is imported.
+
+This sits in front of the pipeline: an architecture's class is the root that source and
+resolve start from, for api.py, the cli, the plan store (plans.py) and the release matrix.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class UnknownArchitecture(UsageError):
 
 @dataclass(frozen=True)
 class Architecture:
+    """A model class of the installed transformers: its model_type, config class name and defining class."""
     name: str
     model_type: str
     config_class: str
@@ -65,6 +69,7 @@ def _index() -> dict[str, list[str]]:
 
 
 def task_architectures(task: str) -> list[str]:
+    """The model class names a task's auto mapping name table lists, sorted."""
     from transformers.models.auto import modeling_auto
 
     if task not in TASKS:
@@ -77,6 +82,7 @@ def task_architectures(task: str) -> list[str]:
 
 
 def all_generative() -> list[str]:
+    """The architectures of every task in `TASKS`, sorted."""
     out: set[str] = set()
     for task in TASKS:
         out.update(task_architectures(task))
@@ -84,6 +90,7 @@ def all_generative() -> list[str]:
 
 
 def find_architecture(name: str) -> Architecture:
+    """The architecture of a model class name, from the first of its model types whose folder defines it."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     from .resolve import find_transformers_class

@@ -12,6 +12,9 @@ placeholder tokens is the number of feature vectors the model's own
 `get_audio_features` (or, lacking one, its audio tower) returns, so the count is
 right for every subsampling and projector. Verification may run the model;
 analysis never does.
+
+Like multimodal.py, which calls it for audio models, it builds samples around the pipeline,
+for verify and `staticexec emit`: emit decides a forward's input conditions from them.
 """
 
 from __future__ import annotations

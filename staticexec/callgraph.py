@@ -61,6 +61,7 @@ def node_id(ref: FunctionRef, self_class: ClassRef | None) -> str:
 
 
 def target_node(cls: ClassRef) -> str:
+    """The graph node of a target class: `target:module:Class`, a sink."""
     return f"target:{cls}"
 
 
@@ -81,6 +82,7 @@ class CallSite:
 
 @dataclass
 class FunctionAnalysis:
+    """One analysed function: its node, source, `self` class, parsed context, parameter values and call sites."""
     node: str
     ref: FunctionRef
     self_class: ClassRef | None
@@ -91,6 +93,7 @@ class FunctionAnalysis:
 
 @dataclass
 class CallGraph:
+    """The call graph from the root forward: analysed functions, the targets seen, the classes pruned."""
     graph: nx.DiGraph
     root: str
     functions: dict[str, FunctionAnalysis]
@@ -98,6 +101,7 @@ class CallGraph:
     pruned: set[ClassRef] = field(default_factory=set)  # called, but can't hold a target: not analysed
 
     def reaching(self) -> set[str]:
+        """The nodes from which a path leads to a target node."""
         sinks = [n for n in self.graph if n.startswith("target:")]
         out: set[str] = set()
         for s in sinks:
@@ -125,19 +129,24 @@ class _Calls(cst.CSTVisitor):
         self.calls: list[cst.Call] = []
 
     def visit_Call(self, node: cst.Call) -> None:
+        """Record the call."""
         self.calls.append(node)
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
+        """Skip the lambda's body."""
         return False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        """Skip the nested function's body."""
         return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        """Skip the nested class's body."""
         return False
 
 
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls inside a node, in visiting order, not inside nested functions, classes or lambdas."""
     visitor = _Calls()
     node.visit(visitor)
     return visitor.calls
@@ -159,6 +168,7 @@ class CallGraphBuilder:
         self.root: ClassRef | None = None  # the instance holds targets even where the source can't tell
 
     def is_target(self, cls: ClassRef) -> bool:
+        """Whether a class is a target, by its unqualified name."""
         return cls.name.rpartition(".")[2] in self.targets
 
     def may_hold_target(self, cls: ClassRef) -> bool:
@@ -170,6 +180,7 @@ class CallGraphBuilder:
         return hit
 
     def build(self, root: ClassRef) -> CallGraph:
+        """Analyse from the root class's forward until parameter values stop changing (at most `MAX_ROUNDS`)."""
         self.root = root
         forward = self.resolver.find_method(root, "forward")
         if forward is None:

@@ -2,6 +2,9 @@
 
 Exit codes: 0 ok; 1 refused or not verified; 2 bad usage or bad input
 (one line on stderr, no traceback).
+
+It sits outside the pipeline and drives it through api.py, explain, graph, verify, sweep,
+coverage, matrix and the plan store (plans.py).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ exit codes: 0 ok, 1 refused or not verified, 2 bad usage or input
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
+        """Raise a one-line UsageError (exit 2) instead of printing usage and exiting."""
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
@@ -161,6 +165,7 @@ def _load_config(path: str | None):
 
 
 def cmd_plan(args) -> int:
+    """`staticexec plan`: write one architecture's plan, or with `--all` every plan and the index."""
     from .api import analyse_architecture
 
     if args.all:
@@ -214,6 +219,7 @@ def _check_requested(requested: list[str] | None, plan) -> None:
 
 
 def cmd_explain(args) -> int:
+    """`staticexec explain`: print the analysed forwards, each statement's class and the call chains."""
     from .api import analyse_architecture
     from .explain import explain
 
@@ -224,6 +230,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_emit(args) -> int:
+    """`staticexec emit`: print the subgraphs emitted for a tiny model of the architecture and a sample input."""
     from . import tiny
     from .api import analyse_architecture
     from .emit import Emitter
@@ -248,6 +255,7 @@ def cmd_emit(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    """`staticexec verify`: verify the named architectures, or with `--all` a task's, and print one line each."""
     from .architectures import find_architecture
     from .verify import verify
 
@@ -312,6 +320,7 @@ def _verify_all(args) -> int:
 
 
 def cmd_graph(args) -> int:
+    """`staticexec graph`: write the plan's call graph to the `--out` file and say what was written."""
     from .api import analyse_architecture
     from .graph import render, to_dot
 
@@ -322,6 +331,7 @@ def cmd_graph(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """`staticexec check`: re-make a folder's plans, report what moved; 1 unless all unchanged, none new or gone."""
     from .plans import CACHE_DIR, check
 
     result = check(args.folder, jobs=args.jobs, cache=None if args.no_cache else CACHE_DIR)
@@ -332,6 +342,7 @@ def cmd_check(args) -> int:
 
 
 def cmd_matrix(args) -> int:
+    """`staticexec matrix`: verify the cases on each chosen release, or with `--report-only` just rewrite the report."""
     from . import matrix
 
     folder = args.results or matrix.RESULTS
@@ -350,6 +361,7 @@ COMMANDS = {"matrix": cmd_matrix, "plan": cmd_plan, "check": cmd_check, "graph":
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the `staticexec` command line; returns the exit code (0 ok, 1 refused or not verified, 2 bad usage)."""
     parser = _parser()
     try:
         args = parser.parse_args(argv)

@@ -5,6 +5,9 @@
 - input: which inputs are present (`pixel_values is not None`, a bool
   argument), decided per sample input;
 - dynamic: tensor values (`x.sum() > 0`): a target behind it is refused.
+
+It serves the plan stage (plan.py), which records each condition's class; emit then
+decides the static and input ones (evaluate.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ STATIC_CALLS = {"isinstance", "hasattr", "getattr", "callable", "len", "bool", "
 
 
 def worst(*classes: str) -> str:
+    """The least decidable of some condition classes (static < input < dynamic); static when none is given."""
     return max(classes, key=ORDER.__getitem__) if classes else "static"
 
 
@@ -32,6 +36,7 @@ class ConditionClassifier:
         self._names: dict[str, str] = {}
 
     def classify(self, node: cst.BaseExpression) -> str:
+        """The class of an expression: `static`, `input` or `dynamic`."""
         if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
             return "static"
         if isinstance(node, cst.Name):

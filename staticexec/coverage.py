@@ -2,6 +2,9 @@
 
 The rows live in a JSON file beside the Markdown (coverage.json), so sweeps of
 different tasks add to one report.
+
+It sits around the pipeline, after verify: `staticexec verify --all --report` passes it
+each sweep's rows.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ CATEGORIES = {
 
 
 def load(json_path: str) -> dict:
+    """The coverage data of a JSON file; an empty table of tasks when the file does not exist."""
     if os.path.exists(json_path):
         with open(json_path, encoding="utf-8") as handle:
             return json.load(handle)
@@ -34,6 +38,7 @@ def load(json_path: str) -> dict:
 
 
 def update(json_path: str, md_path: str, task: str, mode: str, rows: list[dict], transformers: str) -> dict:
+    """Replace one task and mode's rows in the JSON file, rewrite the Markdown from it, and return the data."""
 
     data = load(json_path)
     data["transformers"] = transformers
@@ -47,6 +52,7 @@ def update(json_path: str, md_path: str, task: str, mode: str, rows: list[dict],
 
 
 def totals(rows: dict[str, dict]) -> dict:
+    """Counts per status, and how many of the buildable (not build-failed, run-failed or n/a) are ok, in percent."""
     counts: dict[str, int] = {}
     for row in rows.values():
         counts[row["status"]] = counts.get(row["status"], 0) + 1
@@ -57,6 +63,7 @@ def totals(rows: dict[str, dict]) -> dict:
 
 
 def totals_line(task: str, rows: dict[str, dict]) -> str:
+    """One Markdown line of a task's totals: ok of buildable, the percentage, the total and the other statuses."""
     t = totals(rows)
     rest = ", ".join(f"{n} {s}" for s, n in sorted(t["counts"].items()) if s != "ok")
     return (f"**{task}**: {t['ok']} of {t['buildable']} buildable architectures ok ({t['percent']:.1f}%), "
@@ -64,6 +71,7 @@ def totals_line(task: str, rows: dict[str, dict]) -> str:
 
 
 def render(data: dict) -> str:
+    """The Markdown report: each task's totals, the categories, then a table of architectures per task."""
     lines = [
         "# Coverage",
         "",

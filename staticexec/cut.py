@@ -10,6 +10,9 @@ paths is returned as `UNBOUND` where it is not, so each input name of a later
 subgraph exists, whatever branch ran (the contract of docs/subgraph-contract.md).
 Modules are never passed between subgraphs: each subgraph binds the
 modules it uses from the model (`self__1 = self.model`).
+
+It sits between emit, which produces the steps, and run, whose `Subgraph` each piece
+becomes.
 """
 
 from __future__ import annotations
@@ -158,6 +161,7 @@ def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
 
 def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str,
                     targets_per_subgraph: int = 1) -> list:
+    """Cut the steps into pieces and make each a `Subgraph`, with the inputs, outputs and consumed names above."""
     pieces = cut(steps, targets_per_subgraph)
     defined = set(input_names)  # names that exist before a piece runs, surely
     maybe_defined: set[str] = set()

@@ -83,10 +83,12 @@ def decorator_names(fn: cst.FunctionDef) -> list[str]:
 
 
 def base_name(decorator: str) -> str:
+    """A decorator's name without its arguments."""
     return decorator.partition("(")[0]
 
 
 def unsupported_decorators(names: list[str]) -> list[str]:
+    """The decorators whose base name `MODELS` does not list: a reaching function with one is refused."""
     return [n for n in names if base_name(n) not in MODELS]
 
 
@@ -263,15 +265,19 @@ class AutogradContext:
     """
 
     def save_for_backward(self, *tensors: Any) -> None:
+        """Keep the tensors as `saved_tensors`, as torch's context does."""
         self.saved_tensors = tensors
 
     def mark_dirty(self, *tensors: Any) -> None:
+        """Do nothing: no backward runs."""
         pass
 
     def mark_non_differentiable(self, *tensors: Any) -> None:
+        """Do nothing: no backward runs."""
         pass
 
     def set_materialize_grads(self, value: bool) -> None:
+        """Do nothing: no backward runs."""
         pass
 
 

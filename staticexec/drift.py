@@ -17,6 +17,8 @@ The verdict is decided on the plan's structure, never on its text:
 
 Code in a plan is cut (calls at 160 characters, chain steps at 100); two
 cut texts are compared on the part both show.
+
+It belongs to the plan store: `check` (plans.py) asks it for the verdict on each re-made plan.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Code:
 
     @staticmethod
     def of(text: str, cut_at: int | None = None) -> "Code":
+        """The code of a plan's text: a trailing `...` marks it cut, as does a length of `cut_at` or more."""
         text = " ".join(text.split())
         if text.endswith("..."):
             return Code(text[:-3], True)
@@ -53,6 +56,7 @@ class Code:
 
 @dataclass
 class Verdict:
+    """How a plan moved: its kind, the renames that explain it, the decorators added or removed."""
     kind: str  # "unchanged", "stale", "renamed" or "changed"
     renames: dict[str, str] = field(default_factory=dict)
     decorators: list[str] = field(default_factory=list)  # "+ @d" / "- @d": decorators added or removed
@@ -77,6 +81,7 @@ def _without_decorators(shaped: Any) -> Any:
 
 
 def without_versions(doc: dict | None) -> dict | None:
+    """A plan document without the releases it was made with (`VERSION_FIELDS`); None stays None."""
     if doc is None:
         return None
     return {k: v for k, v in doc.items() if k not in VERSION_FIELDS}

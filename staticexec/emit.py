@@ -70,6 +70,7 @@ class Frame:
     exits: list = field(default_factory=list)  # decorator exits to run on the result, innermost first
 
     def local(self, name: str) -> str:
+        """The emitted name of one of the frame's locals (itself when not renamed)."""
         return self.rename.get(name, name)
 
 
@@ -83,23 +84,29 @@ class _Rewrite(cst.CSTTransformer):
         self.choose = choose or {}
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        """Rename a name of the frame."""
         new = self.rename.get(original.value)
         return updated.with_changes(value=new) if new else updated
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
+        """Keep the attribute's name as written: only the object it is read from is renamed."""
         return updated.with_changes(attr=original.attr)
 
     def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        """Keep a keyword argument's keyword as written."""
         return updated.with_changes(keyword=original.keyword)
 
     def leave_Call(self, original: cst.Call, updated: cst.BaseExpression) -> cst.BaseExpression:
+        """Replace the chosen call by its variable."""
         var = self.replace.get(id(original))
         return cst.Name(var) if var else updated
 
     def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
+        """Keep the side decided at emit time, if any."""
         return self._kept(original, updated)
 
     def leave_BooleanOperation(self, original: cst.BooleanOperation, updated: cst.BooleanOperation) -> cst.BaseExpression:
+        """Keep the side decided at emit time, if any."""
         return self._kept(original, updated)
 
     def _kept(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
@@ -144,15 +151,18 @@ class _Mutated(cst.CSTVisitor):
         self.names: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
+        """Record `d.m(...)` for an in-place container method `m`."""
         f = node.func
         if isinstance(f, cst.Attribute) and f.attr.value in self.METHODS and isinstance(f.value, cst.Name):
             self.names.add(f.value.value)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        """Record `d` of `d[k] = v`."""
         if isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
             self.names.add(node.target.value.value)
 
     def visit_Del(self, node: cst.Del) -> None:
+        """Record `d` of `del d[k]`."""
         if isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
             self.names.add(node.target.value.value)
 
@@ -171,6 +181,7 @@ def stored_names(stmt: cst.CSTNode) -> tuple[str, ...]:
 
 
 def cached_calls(stmt: cst.CSTNode) -> list:
+    """The calls in a statement (`calls_in`), cached by the statement node's id."""
     calls = _CALLS.get(id(stmt))
     if calls is None:
         calls = _CALLS[id(stmt)] = calls_in(stmt)
@@ -337,6 +348,7 @@ class Emitter:
     # ----- entry point ---------------------------------------------------------------------
 
     def emit(self, targets_per_subgraph: int = 1) -> list:
+        """Check the model is the plan's root, inline its forward for the sample, cut it, arm the targets' tripwires."""
         root = self.plan.function(self.plan.root)
         if root is None:
             raise Refused([InstanceMismatch(*location(type(self.model)), f"the plan has no analysis of its root {self.plan.root}")])

@@ -63,6 +63,7 @@ SHAPE_METHODS = {"size", "dim", "numel"}
 
 
 def is_present(value: object) -> bool:
+    """Whether a value stands for a present tensor input (with or without a known shape)."""
     return isinstance(value, _Present)
 
 SAFE_CALLS = {
@@ -153,6 +154,7 @@ class _Interpreter:
         return False
 
     def eval(self, node: ast.expr) -> object:
+        """The value of an expression; raises Undecidable when it is not covered or only known at run time."""
         method = getattr(self, f"_{type(node).__name__}", None)
         if method is None:
             raise Undecidable(f"`{ast.unparse(node)[:60]}` is not evaluated statically")
@@ -309,12 +311,15 @@ class _ShapeOf:
         self.shape = shape
 
     def size(self, dim: int | None = None) -> object:
+        """The whole shape, or its size along one dimension."""
         return self.shape if dim is None else self.shape[dim]
 
     def dim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     def numel(self) -> int:
+        """The number of elements: the product of the shape."""
         n = 1
         for d in self.shape:
             n *= d

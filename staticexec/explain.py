@@ -1,4 +1,7 @@
-"""`staticexec explain`: the analysed forwards, each statement's class, and call chains."""
+"""`staticexec explain`: the analysed forwards, each statement's class, and call chains.
+
+It reads a plan, the output of the plan stage, and marks the source with it for the cli.
+"""
 
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ def _first_reaching(statements: list[dict]) -> dict | None:
 
 
 def explain(plan: Plan) -> str:
+    """The text of `staticexec explain`: each function's lines marked by class, with notes; the unresolved calls."""
     out: list[str] = []
     doc = plan.doc
     out.append(f"{doc['architecture']}: targets {', '.join(plan.targets)}; model types {', '.join(doc['model_types']) or '-'}")

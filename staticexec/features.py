@@ -3,6 +3,8 @@
 Image samples (multimodal.py) and audio samples (audio.py) both find the number of placeholder
 tokens by running the model's own get_image_features / get_audio_features on a candidate input
 and counting what comes back; a rejected candidate is reported on one line.
+
+Like them it serves verify and `staticexec emit`, around the pipeline; the analysis never runs an encoder.
 """
 
 from __future__ import annotations

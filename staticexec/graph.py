@@ -1,4 +1,7 @@
-"""`staticexec graph`: draw a plan's call graph (reaching functions, targets, the calls between them)."""
+"""`staticexec graph`: draw a plan's call graph (reaching functions, targets, the calls between them).
+
+It reads a plan, the output of the plan stage, for the cli.
+"""
 
 from __future__ import annotations
 

@@ -5,6 +5,8 @@ its module was imported (an edit during a session, a reinstall under a running p
 describes code that is not running. Each planned function is compiled from the file as it is now
 and compared with the imported function's code object (bytecode, names and constants, line
 numbers aside); any difference is refused with the function's file and line.
+
+It runs before emit, with the instance checks of instance.py (`check_instance`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .source import FunctionRef
 
 
 def stale_source_refusals(plan_doc: dict) -> list[Message]:
+    """A StaleSource for each planned function whose file on disk no longer compiles to the imported code."""
     out: list[Message] = []
     for entry in plan_doc.get("functions", {}).values():
         ref = FunctionRef.parse(entry.get("function", ""))

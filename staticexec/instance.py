@@ -107,6 +107,7 @@ def _tensors(value: Any) -> list:
 
 
 def instance_refusals(model: Any, plan_doc: dict, sample: Any = None) -> list[Message]:
+    """The global and module hooks and replaced forwards that inlining the forwards would skip, one message each."""
     targets = set(plan_doc.get("targets", {}))
     analysed = _analysed_forwards(plan_doc)
     out: list[Message] = []

@@ -9,6 +9,9 @@
 `llmcompressor.pipelines.sequential.helpers.trace_subgraphs` (see docs/llmcompressor.md).
 `patch()` rebinds the name the pipeline module looks up, and restores it on exit.
 This module imports llm-compressor only when `patch()` runs; staticexec itself never does.
+
+It sits after the pipeline: `api.subgraphs` plans (or loads a plan), emits and cuts, and
+llm-compressor runs the resulting `Subgraph`s (run.py).
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class patch:
         self._module.trace_subgraphs = trace_subgraphs
 
     def undo(self) -> None:
+        """Restore the pipeline's own `trace_subgraphs`, unless something else has replaced ours since."""
         if self._module.trace_subgraphs is trace_subgraphs:
             self._module.trace_subgraphs = self._original
 

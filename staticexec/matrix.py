@@ -117,11 +117,13 @@ class Case:
 
     @staticmethod
     def parse(spec: str) -> "Case":
+        """The case of a one-line spec `ARCH|SAMPLE|TARGET,TARGET` (its group is not part of it)."""
         arch, sample, targets = spec.split("|")
         return Case("", arch, sample, tuple(t for t in targets.split(",") if t))
 
 
 def cases() -> list[Case]:
+    """The fixed cases every release runs: foundation, vision-and-text, encoder-decoder and sample groups."""
     out = [Case("foundation", a) for a in FOUNDATION]
     out += [Case("vision-and-text", a, "multimodal", tuple(v + t)) for a, v, t in VISION_AND_TEXT]
     out += [Case("encoder-decoder", a, s, tuple(t)) for a, t, s in ENCODER_DECODER]
@@ -130,6 +132,7 @@ def cases() -> list[Case]:
 
 
 def verdict_of(status: str) -> str:
+    """The verdict of a verify status: ok, refused and absent stay, anything else is not-ok."""
     if status in ("ok", "refused", "absent"):
         return status
     return "not-ok"
@@ -219,6 +222,7 @@ def write_results(path: str, data: dict) -> None:
 
 
 def results_path(folder: str, release: str) -> str:
+    """The JSON file of one release's results in the folder."""
     return os.path.join(folder, f"transformers-{release}.json")
 
 

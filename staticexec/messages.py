@@ -1,6 +1,9 @@
 """Every diagnostic staticexec gives, one small class each, with its template.
 
 Tests assert the kind of a message (its class), never its wording.
+
+The plan and emit stages and the checks around them give them inside `Refused`; the cli
+prints one per line.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ class Message:
 
     @property
     def text(self) -> str:
+        """The message without its place: the template filled with the detail."""
         return self.template.format(detail=self.detail)
 
     def __str__(self) -> str:
@@ -28,75 +32,90 @@ class Message:
         return f"{where}{self.text}"
 
     def to_json(self) -> dict:
+        """The message as a JSON object: kind, path, line and reason."""
         return {"kind": self.kind, "path": self.path, "line": self.line, "reason": self.text}
 
 
 class DynamicCondition(Message):
+    """A target call behind a condition on tensor values, which calibration batches could decide differently."""
     kind = "dynamic-condition"
     template = "a target call is guarded by a condition on tensor values: {detail}"
 
 
 class UndecidedCondition(Message):
+    """A static or input condition guarding a target call that emission could not evaluate."""
     kind = "undecided-condition"
     template = "a condition guarding a target call can't be decided before running: {detail}"
 
 
 class DynamicLoop(Message):
+    """A target call inside a loop whose trip count is only known at run time."""
     kind = "dynamic-loop"
     template = "a target call is inside a loop whose trip count depends on run-time values: {detail}"
 
 
 class UnresolvedCall(Message):
+    """A call that may reach a target but resolves to nothing the analysis or the instance can follow."""
     kind = "unresolved-call"
     template = "a call that could reach a target can't be resolved: {detail}"
 
 
 class UnsupportedStatement(Message):
+    """A statement around target calls that can't be cut into straight-line subgraphs."""
     kind = "unsupported-statement"
     template = "a statement around a target call can't be cut: {detail}"
 
 
 class UnsupportedDecorator(Message):
+    """A reaching function with a decorator that docs/decorators.md does not model."""
     kind = "unsupported-decorator"
     template = "a reaching function has a decorator with no model in docs/decorators.md: {detail}"
 
 
 class DecoratorMismatch(Message):
+    """A modelled decorator that does not behave as docs/decorators.md models it when subgraphs are emitted."""
     kind = "decorator-mismatch"
     template = "a decorator does not behave as docs/decorators.md models it: {detail}"
 
 
 class InstanceMismatch(Message):
+    """The model instance is not what the plan was made for (class, source or call sites)."""
     kind = "instance-mismatch"
     template = "the model instance does not match the plan: {detail}"
 
 
 class NoCallPath(Message):
+    """The root forward calls none of the targets, along any path."""
     kind = "no-call-path"
     template = "no call path from the root forward to a target: {detail}"
 
 
 class MutatedState(Message):
+    """The forward changes state (layers, flags, module-level values) that decides which targets run."""
     kind = "mutated-state"
     template = "the forward changes, at run time, what decides which targets run: {detail}"
 
 
 class ShadowedName(Message):
+    """A local of the root forward (never renamed) that would hide a module-level name an inlined callee reads."""
     kind = "shadowed-name"
     template = "inlining would let a root-forward name hide a module-level one: {detail}"
 
 
 class InstanceHook(Message):
+    """A hook on the model instance (or a global module hook) that the inlined forwards would not run."""
     kind = "instance-hook"
     template = "a hook on the model instance would not run in the subgraphs: {detail}"
 
 
 class ReplacedForward(Message):
+    """A module whose running forward is not the analysed one (set on the instance, replaced or wrapped)."""
     kind = "replaced-forward"
     template = "the model runs another forward than the analysed source: {detail}"
 
 
 class StaleSource(Message):
+    """A planned function whose file changed since its module was imported."""
     kind = "stale-source"
     template = "the source file on disk is not the code the model runs: {detail}"
 
@@ -110,6 +129,7 @@ class Refused(Exception):
 
     @property
     def first(self) -> Message:
+        """The first reason."""
         return self.messages[0]
 
 

@@ -13,6 +13,9 @@ the shuffle divides, with the `pixel_attention_mask` those models take.
 Cross-attention models (Mllama) read the image through cross-attention rather than
 placeholder embeddings: their tiled pixels, aspect ratio and text-to-tile mask are
 built as the processor would, from the vision config.
+
+Like tiny.py it builds inputs around the pipeline, for verify and `staticexec emit --sample
+multimodal`; emit decides the forward's input conditions from them.
 """
 
 from __future__ import annotations
@@ -172,6 +175,7 @@ def _instruction(model: Any, seed: int) -> dict:
 
 
 def takes_audio(model: Any) -> bool:
+    """Whether the model's forward takes one of the audio inputs (`AUDIO_INPUTS`)."""
     from .audio import AUDIO_INPUTS
 
     return any(name in inspect.signature(model.forward).parameters for name in AUDIO_INPUTS)

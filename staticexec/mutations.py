@@ -5,6 +5,9 @@ the call. When the forward itself (or a helper it calls) re-assigns `self.layers
 or pops a list of layers, sets a flag a branch reads, or changes a module-level value a loop
 iterates, the model's own run takes another path than the emitted chain. Such writes are
 refused with the line that makes them.
+
+It runs in the plan stage (plan.py), over the call graph, so such a forward is refused before
+anything is emitted.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ class _Reads:
         self.globals: set[str] = set()
 
     def add(self, node: cst.CSTNode, analysis: FunctionAnalysis, self_name: str | None) -> None:
+        """Record the `self.<path>` attributes and the global names a node reads."""
         ctx = analysis.ctx
         declared = _declared_global(ctx.node)
         for sub in walk(node):
@@ -127,6 +131,7 @@ def _writes(analysis: FunctionAnalysis):
 
 
 def mutation_refusals(graph: CallGraph, builder: CallGraphBuilder, reaching: set[str]) -> list[MutatedState]:
+    """A MutatedState for each write, in any analysed function, to state that decides which targets run."""
     reads = _Reads()
     for nid in reaching:
         analysis = graph.functions.get(nid)

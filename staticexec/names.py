@@ -4,6 +4,9 @@ jedi answers "where is the name at this position defined?", following
 imports (modular-generated model files import from sibling model folders).
 We never ask jedi to infer types: the resolver evaluates right-hand sides
 itself, which is faster and knows the rules jedi can't.
+
+It is the names half of stage 2 (names/resolve): the resolver (resolve.py) asks it where
+each name is defined.
 """
 
 from __future__ import annotations
@@ -126,6 +129,7 @@ class NameResolver:
 
 
 def load_definition_file(defn: Definition) -> SourceFile | None:
+    """Load the `.py` file a definition lies in, under its module name; None for other definitions."""
     if not defn.path or not defn.path.endswith(".py"):
         return None
     return load_file(defn.path, defn.module)

@@ -47,24 +47,30 @@ class Plan:
 
     @property
     def architecture(self) -> str:
+        """The architecture the plan was made for."""
         return self.doc["architecture"]
 
     @property
     def targets(self) -> list[str]:
+        """The target class names, sorted."""
         return sorted(self.doc["targets"])
 
     @property
     def root(self) -> str:
+        """The call-graph node of the root forward."""
         return self.doc["root"]
 
     def function(self, node: str) -> dict | None:
+        """The analysis of one reaching function by its node, if the plan has it."""
         return self.doc["functions"].get(node)
 
     def to_json(self) -> str:
+        """The plan as deterministic JSON: sorted keys, one-space indent, a final newline."""
         return json.dumps(self.doc, indent=1, sort_keys=True) + "\n"
 
 
 def transformers_version() -> str:
+    """The installed transformers release; empty when it is not installed."""
     try:
         import transformers
     except ImportError:  # pragma: no cover
@@ -120,34 +126,44 @@ class _Exits(cst.CSTVisitor):
         self._loops = 0
 
     def visit_Return(self, node: cst.Return) -> None:
+        """Record a `return`."""
         self.found = True
 
     def visit_Break(self, node: cst.Break) -> None:
+        """Record a `break` that leaves the enclosing loop (not one inside the statement)."""
         self.loop_exit |= self._loops == 0
 
     def visit_Continue(self, node: cst.Continue) -> None:
+        """Record a `continue` of the enclosing loop (not one inside the statement)."""
         self.loop_exit |= self._loops == 0
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        """Skip nested functions: their exits are their own."""
         return False
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
+        """Skip lambdas."""
         return False
 
     def visit_For(self, node: cst.For) -> None:
+        """Enter a loop inside the statement."""
         self._loops += 1
 
     def leave_For(self, node: cst.For) -> None:
+        """Leave a loop inside the statement."""
         self._loops -= 1
 
     def visit_While(self, node: cst.While) -> None:
+        """Enter a loop inside the statement."""
         self._loops += 1
 
     def leave_While(self, node: cst.While) -> None:
+        """Leave a loop inside the statement."""
         self._loops -= 1
 
 
 def exits(stmt: cst.CSTNode) -> _Exits:
+    """Whether a statement may `return`, or `break` / `continue` the loop around it (an `_Exits` after the visit)."""
     v = _Exits()
     stmt.visit(v)
     return v
@@ -168,9 +184,11 @@ class FunctionPlanner:
         self.conditions = ConditionClassifier(self_name, self.ctx.params[1:] if self_name else self.ctx.params, self.ctx.locals)
 
     def refuse(self, cls: type[Message], node: cst.CSTNode, detail: str) -> None:
+        """Record a refusal of the given kind at a node's line."""
         self.refusals.append(cls(self.ctx.sf.relpath, self.ctx.line(node), detail))
 
     def reaching_sites(self, node: cst.CSTNode) -> tuple[list[CallSite], list[CallSite]]:
+        """The target calls and reaching-function calls in a node, each with its index among the node's calls."""
         targets, ancestors = [], []
         for index, call in enumerate(calls_in(node)):
             site = self.a.calls.get(id(call))
@@ -197,6 +215,7 @@ class FunctionPlanner:
                     self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard})")
 
     def block(self, stmts: list[cst.CSTNode], in_loop: bool = False) -> list[dict]:
+        """Plan a block; an opaque statement that may exit before later reaching code is made control or refused."""
         entries = [self.statement(s, in_loop=in_loop) for s in stmts]
         # an `if` that may return (or leave an unrolled loop) decides whether later reaching code runs
         for i, (stmt, entry) in enumerate(zip(stmts, entries)):
@@ -215,6 +234,7 @@ class FunctionPlanner:
         return _merge_opaque(entries)
 
     def statement(self, stmt: cst.CSTNode, early_exit: bool = False, in_loop: bool = False) -> dict:
+        """A statement's entry: opaque, target, ancestor or control (with its blocks); refuses what can't be cut."""
         lines = list(self.ctx.span(stmt))
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             return {"kind": "opaque", "lines": lines, "count": 1}

@@ -147,6 +147,7 @@ def summary(doc: dict) -> dict:
 
 
 def write_index(out: str, rows: list[dict], transformers: str) -> dict:
+    """Write the folder's index.json (release, staticexec version, one row per architecture) and return it."""
 
     index = {
         "transformers": transformers,
@@ -173,6 +174,7 @@ class CheckResult:
 
     @property
     def counts(self) -> dict[str, int]:
+        """How many architectures got each verdict."""
         out: dict[str, int] = {}
         for verdict in self.verdicts.values():
             out[verdict] = out.get(verdict, 0) + 1
@@ -180,9 +182,11 @@ class CheckResult:
 
     @property
     def current(self) -> bool:
+        """Whether every plan is unchanged and no architecture is new or removed."""
         return not self.new and not self.removed and all(v == "unchanged" for v in self.verdicts.values())
 
     def summary(self) -> str:
+        """One line: the releases compared, the count of each verdict, and how many are new or removed."""
         counts = self.counts
         parts = [f"{counts.get(k, 0)} {k}" for k in ("unchanged", "stale", "renamed", "changed")]
         return (f"{len(self.verdicts)} architectures planned with transformers {self.planned_with or '?'}, "

@@ -82,20 +82,25 @@ class FunctionContext:
     locals: dict[str, list[tuple[str, object, object]]] = field(default_factory=dict)
 
     def line(self, node: cst.CSTNode) -> int:
+        """The file line where a node starts."""
         return self.positions[node].start.line + self.line_offset
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """The file lines where a node starts and ends."""
         pos = self.positions[node]
         return (pos.start.line + self.line_offset, pos.end.line + self.line_offset)
 
     def column(self, node: cst.CSTNode) -> int:
+        """The file column where a node starts."""
         return self.positions[node].start.column + self.indent
 
     def code(self, node: cst.CSTNode) -> str:
+        """A node's source text, stripped."""
         return self.module.code_for_node(node).strip()
 
 
 def param_names(fn: cst.FunctionDef) -> list[str]:
+    """A function's parameter names in order: positional, `*args`, keyword-only, `**kwargs`."""
     p = fn.params
     names = [a.name.value for a in (*p.posonly_params, *p.params)]
     if isinstance(p.star_arg, cst.Param):
@@ -124,27 +129,34 @@ class LocalBindings(cst.CSTVisitor):
                     self._bind(inner, "item", (kind, value, extra), i)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        """Bind each target of `a = b = value`."""
         for t in node.targets:
             self._bind(t.target, "expr", node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        """Bind the target of an annotated assignment with a value."""
         if node.value is not None:
             self._bind(node.target, "expr", node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        """Bind the target of `x op= value`."""
         self._bind(node.target, "expr", node.value)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        """Bind the target of `(x := value)`."""
         self._bind(node.target, "expr", node.value)
 
     def visit_For(self, node: cst.For) -> None:
+        """Bind a loop's target to the items of its iterable."""
         self._bind(node.target, "iter", node.iter)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
+        """Bind the name of `with ... as name` to an unknown value."""
         if node.asname is not None:
             self._bind(node.asname.name, "unknown", None)
 
     def visit_Call(self, node: cst.Call) -> None:
+        """Record what `x.append(v)`, `x.extend(v)` and `x.insert(i, v)` add to the list `x`."""
         f = node.func
         if (
             isinstance(f, cst.Attribute)
@@ -157,9 +169,11 @@ class LocalBindings(cst.CSTVisitor):
             self.bindings.setdefault(f.value.value, []).append((kind, arg, None))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        """Skip nested functions: their locals are their own."""
         return False
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        """Skip nested classes."""
         return False
 
 
@@ -186,6 +200,7 @@ class Resolver:
     # ----- classes -------------------------------------------------------------------------
 
     def class_def(self, ref: ClassRef) -> tuple[SourceFile, ast.ClassDef] | None:
+        """The file and stdlib-ast node defining a class, if its source can be found."""
         sf = load_module(ref.module)
         if sf is None:
             return None
@@ -193,6 +208,7 @@ class Resolver:
         return (sf, node) if node is not None else None
 
     def bases(self, ref: ClassRef) -> list[ClassRef]:
+        """A class's direct bases that jedi resolves to classes, in order."""
         found = self.class_def(ref)
         if found is None:
             return []
@@ -237,9 +253,11 @@ class Resolver:
         return order
 
     def is_container(self, ref: ClassRef) -> bool:
+        """Whether a class is, or derives from, a torch module container (`CONTAINERS`)."""
         return any((c.module, c.name) in CONTAINERS for c in self.mro(ref))
 
     def is_autograd_function(self, cls: ClassRef) -> bool:
+        """Whether a class derives from `torch.autograd.Function`."""
         return any(c.module == "torch.autograd.function" and c.name == "Function" for c in self.mro(cls))
 
     def is_external(self, ref_module: str) -> bool:
@@ -247,6 +265,7 @@ class Resolver:
         return ref_module.split(".")[0] in ("torch", "builtins", "typing", "functools", "collections", "math")
 
     def find_method(self, cls: ClassRef, name: str) -> FunctionRef | None:
+        """The method a class gets by a name through its MRO; None when missing or shadowed by a class attribute."""
         for c in self.mro(cls):
             found = self.class_def(c)
             if found is None:
@@ -267,9 +286,11 @@ class Resolver:
         return node is not None and any(isinstance(d, ast.Name) and d.id in names for d in node.decorator_list)
 
     def is_property(self, fref: FunctionRef) -> bool:
+        """Whether a function is decorated `@property` or `@cached_property`."""
         return self._decorated(fref, ("property", "cached_property"))
 
     def is_classmethod(self, fref: FunctionRef) -> bool:
+        """Whether a function is decorated `@classmethod`."""
         return self._decorated(fref, ("classmethod",))
 
     def class_assignment(self, cls: ClassRef, name: str) -> ast.expr | None:
@@ -424,6 +445,7 @@ class Resolver:
     # ----- functions -----------------------------------------------------------------------
 
     def function(self, ref: FunctionRef) -> FunctionContext | None:
+        """The parsed context of a function, cached; None when its source can't be found."""
         if ref in self._functions:
             return self._functions[ref]
         ctx = _function_context(ref)
@@ -487,6 +509,7 @@ class Resolver:
         return join(*out)
 
     def eval(self, node: cst.BaseExpression, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        """The abstract value of an expression in a function under an environment; unknown on recursion."""
         key = ("eval", id(node), id(env))
         if key in self._active:
             return unknown("recursive binding", ctx.line(node))
@@ -670,6 +693,7 @@ class Resolver:
         return value
 
     def definition_value(self, defn: Definition | None, reason: str, line: int) -> Value:
+        """The value of what a name's definition binds: a class, function, module or module-level value."""
         if defn is None:
             return unknown(reason, line)
         if defn.kind == "class":

@@ -43,6 +43,7 @@ class Packed:
     items: dict
 
     def rebuild(self) -> Any:
+        """The original mapping: its class imported by name and built from the items, unpacked in turn."""
         import importlib
 
         cls: Any = importlib.import_module(self.module)

@@ -1,4 +1,8 @@
-"""Names that nested functions and lambdas reach into from the scope around them."""
+"""Names that nested functions and lambdas reach into from the scope around them.
+
+The call graph (callgraph.py) and the resolver (resolve.py) use them to follow what such
+scopes call; `walk` also serves the mutation checks (mutations.py).
+"""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ import libcst as cst
 
 
 def sha256(text: str) -> str:
+    """The hex SHA-256 of a text's UTF-8 bytes."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -35,6 +36,7 @@ class ClassRef:
 
     @classmethod
     def parse(cls, text: str) -> "ClassRef":
+        """The class of a `module:Class` string."""
         module, _, name = text.partition(":")
         return cls(module, name)
 
@@ -51,16 +53,19 @@ class FunctionRef:
 
     @classmethod
     def parse(cls, text: str) -> "FunctionRef":
+        """The function of a `module:qualname` string."""
         module, _, name = text.partition(":")
         return cls(module, name)
 
     @property
     def owner(self) -> ClassRef | None:
+        """The class a method is defined in; None for a module-level function."""
         head, dot, _ = self.qualname.rpartition(".")
         return ClassRef(self.module, head) if dot else None
 
     @property
     def name(self) -> str:
+        """The function's own name, the last part of its qualname."""
         return self.qualname.rpartition(".")[2]
 
 
@@ -77,9 +82,11 @@ class SourceFile:
     lines: list[str] = field(repr=False)
 
     def top_level(self, name: str) -> ast.AST | None:
+        """The top-level class, function or assignment that binds a name, if any."""
         return _top_level_index(self)[0].get(name)
 
     def find_class(self, dotted: str) -> ast.ClassDef | None:
+        """The class of a dotted name (nested classes too), if the file defines it."""
         node: ast.AST | None = None
         scope: list[ast.stmt] = self.tree.body
         for part in dotted.split("."):
@@ -186,6 +193,7 @@ def known_module(path: str | None) -> str | None:
 
 
 def loaded(path: str) -> SourceFile | None:
+    """The file already loaded from a path, if any; never reads it."""
     return _FILES.get(os.path.realpath(path))
 
 
@@ -211,6 +219,7 @@ def _spec_path(module: str) -> str | None:
 
 
 def load_module(module: str) -> SourceFile | None:
+    """Load the file of a module found without importing it; None when it has no `.py` file."""
     path = module_path(module)
     return load_file(path, module) if path else None
 
@@ -277,6 +286,7 @@ def parse_function(sf: SourceFile, qualname: str) -> ParsedFunction | None:
 
 
 def function_source_hash(sf: SourceFile, qualname: str) -> str | None:
+    """The hash of a function's source, decorators included; None when the file doesn't define it."""
     node = function_node(sf, qualname)
     return sha256(sf.segment(node)) if node is not None else None
 

@@ -28,6 +28,7 @@ def job_name(job: Callable[[str, dict], dict]) -> str:
 
 
 def worker(name: str, options: dict) -> None:
+    """Run a worker process: import the job once, then print one JSON line per architecture read from stdin."""
     import importlib
 
     import torch
@@ -60,6 +61,7 @@ class Worker:
         self.started = 0.0
 
     def start(self) -> None:
+        """Start the worker process and wait for it to be ready; stop it and raise when it is not in time."""
         env = {**os.environ, "TRANSFORMERS_VERBOSITY": "error", "PYTHONWARNINGS": "ignore"}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "staticexec.sweep", self.name, json.dumps(self.options)],
@@ -85,6 +87,7 @@ class Worker:
         return None
 
     def submit(self, arch: str) -> None:
+        """Send the worker one architecture, starting a new process if there is none or it has exited."""
         if self.proc is None or self.proc.poll() is not None:
             self.start()
         self.arch = arch
@@ -93,6 +96,7 @@ class Worker:
         self.proc.stdin.flush()
 
     def stop(self) -> None:
+        """Kill the worker process and wait for it."""
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
@@ -112,6 +116,7 @@ class Progress:
         self.start = time.monotonic()
 
     def step(self, note: str) -> None:
+        """Count one architecture done and redraw the bar with a note."""
         self.done += 1
         if not self.tty:
             return
@@ -123,6 +128,7 @@ class Progress:
         sys.stderr.flush()
 
     def close(self) -> None:
+        """End the bar's line."""
         if self.tty:
             sys.stderr.write("\n")
 

@@ -10,6 +10,9 @@ staticexec's analysis and emitter split at every call of a module of a target *c
 So the selection is mapped to the exact classes of the outermost selected modules, and
 that is accepted only when those classes select the same modules again: a module name
 or pattern that picks some, not all, modules of a class is refused, never split wrongly.
+
+It sits in front of the pipeline: api.py and verify map a caller's targets to the classes
+the call graph ends at.
 """
 
 from __future__ import annotations

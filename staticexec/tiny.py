@@ -348,6 +348,7 @@ class _LayerPlan:
     kept: tuple[int, ...]
 
     def new_index(self, old_index: int) -> int | None:
+        """The index in the tiny stack of a layer of the full stack; None when it is not kept."""
         return self.kept.index(old_index) if old_index in self.kept else None
 
     def threshold(self, key: str, value: int) -> int:

@@ -37,6 +37,7 @@ def check_module(model: Any) -> None:
 
 
 def check_sample(model: Any, sample_input: Any) -> None:
+    """Raise a UsageError unless the sample is a mapping of argument names the root forward takes."""
     if not isinstance(sample_input, Mapping):
         raise UsageError(f"the sample input is a {type(sample_input).__name__}, not a mapping of "
                          f"{type(model).__name__}.forward's argument names to values (e.g. {{'input_ids': ids}})")
@@ -112,6 +113,7 @@ def _where(obj: Any) -> str:
 
 
 def relative(path: str) -> str:
+    """A path relative to the working folder when it lies below it; else the path as given."""
     rel = os.path.relpath(path)
     return path if rel.startswith("..") else rel
 

@@ -93,10 +93,12 @@ EMPTY: Value = frozenset()
 
 
 def one(atom: Atom) -> Value:
+    """The value of a single atom."""
     return frozenset({atom})
 
 
 def join(*values: Value) -> Value:
+    """The union of values."""
     out: set = set()
     for v in values:
         out |= v
@@ -104,10 +106,12 @@ def join(*values: Value) -> Value:
 
 
 def unknown(reason: str, line: int = 0) -> Value:
+    """The unknown value, with why it is unknown and where."""
     return one(Unknown(reason, line))
 
 
 def instances(value: Value) -> set[ClassRef]:
+    """The classes of the module instances a value may be."""
     return {a.cls for a in value if isinstance(a, Instance)}
 
 

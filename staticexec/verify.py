@@ -5,6 +5,9 @@ forward runs against the emitted subgraphs. "ok" means four things: the
 number of subgraphs is the number of target modules called plus one; each
 target module is called exactly once; each is called inside exactly one
 subgraph; the outputs are `torch.equal` to the model's own.
+
+It runs the whole pipeline (plan, emit, cut, `run_chain`) on tiny models (tiny.py), for the
+cli, sweeps and the release matrix.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ STATUSES = ("ok", "n/a", "refused", "repeated-target", "build-failed", "run-fail
 
 @dataclass
 class Verdict:
+    """The outcome of verifying one architecture: its status (`STATUSES`), why, and what ran."""
     architecture: str
     status: str
     reason: str = ""
@@ -35,9 +39,11 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
+        """Whether the status is ok."""
         return self.status == "ok"
 
     def line(self) -> str:
+        """One report line: the architecture, its status, and the counts and time when ok, else the reason."""
         head = f"{self.architecture:<44} {self.status:<15}"
         if self.ok:
             per_class = ", ".join(f"{n} {cls}" for cls, n in self.calls.items()) or ", ".join(self.targets)
@@ -62,6 +68,7 @@ class _CallLog:
         self.calls.append((self.names[id(module)], self.current))
 
     def close(self) -> None:
+        """Remove the hooks."""
         for h in self.handles:
             h.remove()
 

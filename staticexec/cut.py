@@ -42,6 +42,39 @@ class _Names:
     definite: set[str]
     maybe: set[str]
     written: set[str] = field(default_factory=set)  # names whose value the code may change in place
+    aliases: tuple[tuple[str, str], ...] = ()  # (name, base): `name = base`, `base[i]`, `base.view(...)`, in order
+
+
+# methods that give a view of (or the same) tensor: writing into the result writes into the base
+_VIEWS = frozenset({"view", "view_as", "reshape", "reshape_as", "transpose", "permute", "unsqueeze", "squeeze",
+                    "expand", "expand_as", "narrow", "select", "flatten", "unflatten", "t", "detach", "as_strided",
+                    "chunk", "split", "unbind", "movedim", "swapaxes", "diagonal", "unfold", "contiguous", "to"})
+
+
+def _view_base(value: ast.AST) -> str | None:
+    """The name whose object `value` may be (or be a view of): `h`, `h[i]`, `h.T`, `h.view(...)`."""
+    while True:
+        if isinstance(value, ast.Name):
+            return value.id
+        if isinstance(value, ast.Subscript) or (isinstance(value, ast.Attribute) and value.attr in ("T", "mT", "H")):
+            value = value.value
+        elif (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _VIEWS):
+            value = value.func.value
+        else:
+            return None
+
+
+def _aliases(tree: ast.Module) -> tuple[tuple[str, str], ...]:
+    """Top-level assignments of one name to another's object or a view of it, in order."""
+    out = []
+    for top in tree.body:
+        if isinstance(top, ast.Assign):
+            base = _view_base(top.value)
+            if base is not None:
+                for target in top.targets:
+                    names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
+                    out += [(t.id, base) for t in names if isinstance(t, ast.Name)]
+    return tuple(out)
 
 
 def _written_in_place(tree: ast.AST) -> set[str]:
@@ -100,8 +133,28 @@ def _names(code: str) -> _Names:
         elif isinstance(node, ast.arg):
             stores.add(node.arg)
     _drop_inner_scopes(tree, order)
+    stores -= _inner_stores(tree)
     loads = [n for _, _, n in sorted(order)]
-    return _Names(loads, definite, stores - definite, _written_in_place(tree))
+    return _Names(loads, definite, stores - definite, _written_in_place(tree), _aliases(tree))
+
+
+def _inner_stores(tree: ast.AST) -> set[str]:
+    """Names bound only inside comprehensions, lambdas and local functions: not the frame's."""
+    inner: set[str] = set()
+    outer: set[str] = set()
+
+    def visit(node: ast.AST, nested: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            scope = nested or isinstance(child, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp,
+                                                 ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
+                (inner if nested else outer).add(child.id)
+            elif isinstance(child, ast.arg):
+                (inner if nested else outer).add(child.arg)
+            visit(child, scope)
+
+    visit(tree, False)
+    return inner - outer
 
 
 def _drop_inner_scopes(tree: ast.AST, order: list) -> None:
@@ -168,6 +221,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
     for piece in pieces:
         local: set[str] = set()
         inputs: list[str] = []
+        alias: dict[str, str] = {}  # local name -> the input whose object (or a view of it) it holds
         for step in piece.steps:
             names = _names(step.code)
             scope_loads = [n for s in step.scopes for n in _names(s).loads]
@@ -183,7 +237,16 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                         inputs.append(name)
                         if name not in defined:
                             piece.maybe_inputs.add(name)
-            piece.written_inputs |= {n for n in names.written if n in inputs and n not in local}
+            for name in names.written:
+                root = alias.get(name, name if name in inputs and name not in local else None)
+                if root is not None:
+                    piece.written_inputs.add(root)
+            for name in names.definite - names.written - {n for n, _ in names.aliases}:
+                alias.pop(name, None)  # rebound to another object
+            for name, base in names.aliases:  # `a = h` (or a view of h): writing into a writes into h
+                root = alias.get(base, base if base in inputs and base not in local else None)
+                if root is not None:
+                    alias[name] = root
             local |= names.definite
         piece.inputs = inputs
         stored = set()

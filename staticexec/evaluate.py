@@ -28,6 +28,9 @@ class Undecidable(Exception):
 class _Present:
     """An input that is present (not None) but whose value is only known at run time."""
 
+    def __init__(self, cls: type | None = None) -> None:
+        self.cls = cls  # the sample's type, when known: `isinstance` and `hasattr` are answered for it
+
     def __bool__(self) -> bool:
         raise Undecidable("the truth value of a tensor input")
 
@@ -49,7 +52,8 @@ class _Shaped(_Present):
     decision is then checked again when the subgraphs run (see `Emitter._decide`).
     """
 
-    def __init__(self, shape: tuple[int, ...]) -> None:
+    def __init__(self, shape: tuple[int, ...], cls: type | None = None) -> None:
+        super().__init__(cls)
         self.shape = shape
 
     def __repr__(self) -> str:
@@ -100,8 +104,8 @@ def sample_value(value: object) -> object:
         return value
     shape = getattr(value, "shape", None)
     if isinstance(shape, tuple) and all(isinstance(n, int) for n in shape):
-        return _Shaped(tuple(shape))
-    return PRESENT
+        return _Shaped(tuple(shape), type(value))
+    return _Present(type(value))
 
 
 @lru_cache(maxsize=8192)
@@ -224,6 +228,10 @@ class _Interpreter:
             except Undecidable as exc:
                 undecided = undecided or exc
                 continue
+            except Exception:
+                if undecided is not None:  # Python may never reach this operand
+                    raise undecided from None
+                raise
             if decided:
                 return result
         if undecided is not None:
@@ -284,7 +292,12 @@ class _Interpreter:
             raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
         args = [self.eval(a) for a in node.args]
         kwargs = {k.arg: self.eval(k.value) for k in node.keywords if k.arg}
-        if any(is_present(a) for a in args) and func not in (isinstance, getattr, hasattr, callable, type) \
+        if func in (isinstance, hasattr, callable, type) and args and is_present(args[0]):
+            try:
+                return _type_question(func, args)
+            except TypeError as exc:
+                raise Undecidable(f"TypeError: {exc}") from exc
+        if any(is_present(a) for a in args) and func is not getattr \
                 and getattr(f, "id", None) not in ENVIRONMENT_CALLS:
             raise Undecidable("a run-time value passed to a call")
         try:
@@ -293,6 +306,25 @@ class _Interpreter:
             raise
         except Exception as exc:
             raise Undecidable(f"{type(exc).__name__}: {exc}") from exc
+
+
+def _type_question(func: object, args: list) -> object:
+    """`isinstance`, `hasattr`, `callable` or `type` of a present input, answered for the sample's type
+    (a decision the subgraphs check again when they run); undecidable when that type is not known."""
+    cls = getattr(args[0], "cls", None)
+    if cls is None:
+        raise Undecidable("the type of a run-time value")
+    if func is type and len(args) == 1:
+        return cls
+    if func is isinstance and len(args) == 2:
+        return issubclass(cls, args[1])
+    if func is callable and len(args) == 1:
+        return any("__call__" in vars(k) for k in cls.__mro__)
+    if func is hasattr and len(args) == 2 and isinstance(args[1], str):
+        if hasattr(cls, args[1]):
+            return True
+        raise Undecidable(f"whether a run-time value has `{args[1]}`")  # an instance attribute may exist
+    raise Undecidable("a type question about a run-time value")
 
 
 def _plain(value: object) -> bool:

@@ -196,6 +196,11 @@ class CallGraphBuilder:
                 self._analyse(n)
         return CallGraph(self.graph, root_id, self.functions, self.seen_targets, self.pruned)
 
+    def _param_names(self, nid: str) -> list[str] | None:
+        """The named parameters of an enqueued function (None when its source is not found)."""
+        ctx = self.resolver.function(self.refs[nid][0])
+        return None if ctx is None else list(ctx.params)
+
     def _enqueue(self, ref: FunctionRef, self_class: ClassRef | None, args: dict[str, Value]) -> str:
         nid = node_id(ref, self_class)
         self.refs[nid] = (ref, self_class)
@@ -288,7 +293,7 @@ class CallGraphBuilder:
                     continue
                 if self.resolver.is_external(cls.module):
                     continue
-                if not self.may_hold_target(cls):
+                if not self.may_hold_target(cls) and not any(_holds_target(v, self) for v in arg_values):
                     self.pruned.add(cls)  # emission checks that no target sits below these
                     continue
                 fwd = self.resolver.find_method(cls, "forward")
@@ -325,6 +330,18 @@ class CallGraphBuilder:
             elif isinstance(atom, Unknown):
                 unresolved.append(atom.reason)
         args_hold_targets = any(_holds_target(v, self) for v in arg_values)
+        if args_hold_targets and (callees or targets):
+            unpacked = [a for a, v in zip(call.args, arg_values) if a.star and _holds_target(v, self)]
+            if unpacked:  # `*layers` / `**{...}` bind no parameter the analysis can follow
+                unresolved.append(f"target modules passed through `{unpacked[0].star}{_short(ctx.code(unpacked[0].value))}`,"
+                                  " which the analysis can't follow into the callee")
+            for callee in callees:
+                params = self._param_names(callee)
+                extra = [a.keyword.value for a, v in zip(call.args, arg_values)
+                         if a.keyword is not None and params is not None and a.keyword.value not in params
+                         and _holds_target(v, self)]
+                if extra:
+                    unresolved.append(f"target modules passed as `{extra[0]}=`, which lands in the callee's **kwargs")
         if args_hold_targets and func_value and all(isinstance(a, (Data, Constant)) for a in func_value):
             unresolved.append(f"`{ctx.code(call.func)}` is a value the analysis can't see (a parameter or computed)")
         receiver_is_self = _rooted_at(call.func, ctx.params[0] if ctx.params and self_class else None)

@@ -580,6 +580,8 @@ class Resolver:
             return join(self.eval(node.left, ctx, env), self.eval(node.right, ctx, env))
         if isinstance(node, cst.NamedExpr):
             return self.eval(node.value, ctx, env)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Multiply)):
+            return self._sequence_arithmetic(node, ctx, env)
         if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison)):
             return DATA
         if isinstance(node, cst.Lambda):
@@ -587,6 +589,25 @@ class Resolver:
         if isinstance(node, cst.Await):
             return unknown("await", ctx.line(node))
         return DATA
+
+    def _sequence_arithmetic(self, node: cst.BinaryOperation, ctx: FunctionContext, env: dict[str, Value]) -> Value:
+        """`a + b` and `[m] * n` of lists or tuples: a container of their elements; other arithmetic is data.
+
+        Only displays and names, attributes and subscripts are looked at (a call's result is data
+        here, as before), so arithmetic on tensors costs nothing to evaluate."""
+        looked = (cst.List, cst.Tuple, cst.ListComp, cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation)
+        elements = []
+        for side in (node.left, node.right):
+            if not isinstance(side, looked):
+                continue
+            for atom in self.eval(side, ctx, env):
+                if isinstance(atom, Container):
+                    elements.append(atom.elem)
+                elif isinstance(atom, Items):
+                    elements.append(join(*atom.items))
+                elif isinstance(atom, Unknown) or (isinstance(atom, Instance) and self.is_container(atom.cls)):
+                    elements.append(self.element(one(atom)))  # what it holds is not known: nor is the sum's
+        return one(Container(join(*elements))) if elements else DATA
 
     def _lambda_reason(self, node: cst.Lambda, ctx: FunctionContext, env: dict[str, Value]) -> str:
         """'a lambda', or 'a lambda that calls `x`' when its body calls through a name bound to a module."""
@@ -792,6 +813,8 @@ class Resolver:
                     out.append(one(Function(FunctionRef("builtins", "items"), one(atom))))
                 else:
                     out.append(DATA)
+            elif isinstance(atom, Mapping) and attr in ("values", "items"):  # a dict display's values
+                out.append(one(Function(FunctionRef("builtins", attr), one(Container(atom.values)))))
             elif isinstance(atom, (Data, Constant)):
                 out.append(DATA)
             elif isinstance(atom, Unknown):

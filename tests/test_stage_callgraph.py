@@ -371,9 +371,7 @@ THROUGH_A_CALL = [
                 for name, layer in named.items():
                     x = layer(x)  # runs targets
                 return x
-        """, id="loop-over-a-dict-of-layers", marks=pytest.mark.xfail(strict=True, reason=(
-        "`.items()` of a dict of modules resolves to data, so `layer(x)` calls nothing the graph sees and "
-        "is not reported; the plan keeps the loop as opaque code"))),
+        """, id="loop-over-a-dict-of-layers"),
     pytest.param("""
         class Model(nn.Module):
             def __init__(self):
@@ -386,8 +384,7 @@ THROUGH_A_CALL = [
                 for layer in [self.extra] + [self.layers[1]]:
                     x = layer(x)  # runs targets
                 return x
-        """, id="loop-over-concatenated-lists", marks=pytest.mark.xfail(strict=True, reason=(
-        "list concatenation resolves to data, so `layer(x)` calls nothing the graph sees and is not reported"))),
+        """, id="loop-over-concatenated-lists"),
     pytest.param("""
         def run_layers(x, *layers):
             for layer in layers:
@@ -403,9 +400,7 @@ THROUGH_A_CALL = [
             def forward(self, x):
                 x = self.layers[0](x)
                 return run_layers(x, *self.layers[1:])  # runs targets
-        """, id="helper-given-the-layers-through-star-args", marks=pytest.mark.xfail(strict=True, reason=(
-        "a parameter bound through `*args` is taken to hold no module: the helper's calls of it are not "
-        "targets, the call is not reported, and the plan hides two target calls in opaque code"))),
+        """, id="helper-given-the-layers-through-star-args"),
     pytest.param("""
         def run_layers(x, **kwargs):
             for layer in kwargs["layers"]:
@@ -421,9 +416,7 @@ THROUGH_A_CALL = [
             def forward(self, x):
                 x = self.layers[0](x)
                 return run_layers(x, layers=self.layers[1:])  # runs targets
-        """, id="helper-given-the-layers-through-kwargs", marks=pytest.mark.xfail(strict=True, reason=(
-        "a keyword argument that lands in `**kwargs` binds no parameter, and `kwargs` is taken to hold no "
-        "module: the call is neither followed nor reported"))),
+        """, id="helper-given-the-layers-through-kwargs"),
     pytest.param("""
         class Runner(nn.Module):
             def forward(self, layers, x):
@@ -441,9 +434,7 @@ THROUGH_A_CALL = [
             def forward(self, x):
                 x = self.layers[0](x)
                 return self.runner(self.layers[1:], x)  # runs targets
-        """, id="module-given-the-layers", marks=pytest.mark.xfail(strict=True, reason=(
-        "a module whose class holds no target is pruned even when it is called with target modules as "
-        "arguments: its forward is not analysed and the call is not reported"))),
+        """, id="module-given-the-layers"),
 ]
 
 

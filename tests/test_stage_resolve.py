@@ -226,16 +226,13 @@ ATTRIBUTES = [
             def __init__(self, config):
                 super().__init__()
                 self.heads = nn.ModuleList([Layer()] * config.n)
-        """, "heads", {"[Layer]"}, id="list-repetition", marks=pytest.mark.xfail(strict=True, reason=(
-        "list arithmetic evaluates to data, which holds no module: `[m] * n` and `a + b` lose their "
-        "classes, and calls of their elements are neither followed nor reported"))),
+        """, "heads", {"[Layer]"}, id="list-repetition"),
     pytest.param("""
         class Model(nn.Module):
             def __init__(self, config):
                 super().__init__()
                 self.layers = nn.ModuleList([Layer() for _ in range(2)] + [Other()])
-        """, "layers", {"[Layer, Other]"}, id="list-concatenation", marks=pytest.mark.xfail(strict=True, reason=(
-        "list arithmetic evaluates to data, which holds no module"))),
+        """, "layers", {"[Layer, Other]"}, id="list-concatenation"),
 ]
 
 
@@ -316,9 +313,7 @@ RETURNS = [
     pytest.param("""
         def towers(self):
             return list({"text": self.model}.values())
-        """, {"[Inner]"}, id="values-of-a-dict", marks=pytest.mark.xfail(strict=True, reason=(
-        "`.values()` / `.items()` of a dict display evaluate to data, which holds no module: a forward that "
-        "loops over a dict of modules calls them where the call graph sees no call"))),
+        """, {"[Inner]"}, id="values-of-a-dict"),
 ]
 
 

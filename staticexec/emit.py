@@ -773,9 +773,7 @@ class Emitter:
                 and frame.self_obj is not None and "super" not in frame.rename):
             ref = FunctionRef.parse(frame.entry["function"]).owner
             if ref is not None:
-                owner: Any = importlib.import_module(ref.module)
-                for part in ref.name.split("."):
-                    owner = getattr(owner, part)
+                owner = _import_object(FunctionRef(ref.module, ref.name))
                 if isinstance(owner, type) and isinstance(frame.self_obj, owner):
                     return getattr(super(owner, frame.self_obj), func.attr.value)
         return self._concrete(frame, func, line)

@@ -324,21 +324,22 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
     return out
 
 
-def _as_cached(value: Any) -> Any:
+def _as_cached(value: Any, clone: bool = False) -> Any:
     """What llm-compressor's IntermediatesCache gives back for a value it stored: containers and
-    dataclasses rebuilt, dict subclasses as plain dicts, anything else as it is."""
+    dataclasses rebuilt, dict subclasses as plain dicts, anything else as it is. With `clone`, the
+    tensors are copies too (a snapshot to compare with later)."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value
+        return value.clone() if clone else value
     if isinstance(value, list):
-        return [_as_cached(v) for v in value]
+        return [_as_cached(v, clone) for v in value]
     if isinstance(value, tuple):
-        return tuple(_as_cached(v) for v in value)
+        return tuple(_as_cached(v, clone) for v in value)
     if isinstance(value, dict):
-        return {k: _as_cached(v) for k, v in value.items()}
+        return {k: _as_cached(v, clone) for k, v in value.items()}
     if dataclasses.is_dataclass(value):  # a dataclass type too, as the cache does
-        return type(value)(**{f.name: _as_cached(getattr(value, f.name)) for f in dataclasses.fields(value)})
+        return type(value)(**{f.name: _as_cached(getattr(value, f.name), clone) for f in dataclasses.fields(value)})
     return value
 
 
@@ -367,7 +368,7 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
                                 "subgraph provide")
         args = {k: values[k] for k in sg.input_names}
         if twice:
-            kept = {k: _copied(v) for k, v in args.items()}
+            kept = {k: _as_cached(v, clone=True) for k, v in args.items()}
             first = sg.forward(model, **args)
             _check_unchanged(sg, kept, args)
             if before is not None:
@@ -386,24 +387,9 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
     return {k: _unpack(v) for k, v in out.items()}
 
 
-def _copied(value: Any) -> Any:
-    """A copy of the tensors in `value` and the containers holding them, to compare with later."""
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, (list, tuple)):
-        return [_copied(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _copied(v) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _copied(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    return value
-
-
 def _check_unchanged(sg: Subgraph, kept: dict, args: dict) -> None:
     for name, value in args.items():
-        differs = _differs(kept[name], _copied(value), name)
+        differs = _differs(kept[name], value, name)
         if differs:
             raise ContractError(f"subgraph {sg.index} changed its input {differs} in place: the pipeline's second "
                                 "run of it, and any later subgraph, would see the changed value")

@@ -8,15 +8,18 @@ alike):
   cold is the first call in the process, warm the median of the next ones;
 - forward: model(**inputs) under torch.no_grad, median;
 - chain: staticexec.run_subgraphs(...), median;
-- the same chain with the run-time target check off and its hooks detached (staticexec.run.tripwires_off), median;
-- the ratios chain / forward, emit (warm) / forward, and the check's share of the chain.
+- the same chain with the run-time target check off and its hooks detached (staticexec.run.tripwires_off),
+  median; checked and unchecked runs alternate which goes first;
+- the ratios chain / forward, emit (warm) / forward, and the check's share of the chain (the median
+  of the per-repeat differences between checked and unchecked runs, over the chain).
 
-    .venv/bin/python benchmarks/emit_and_run.py [--layers 2 8 32 80] [--repeat 15] [--out docs/benchmarks.md]
+    .venv/bin/python benchmarks/emit_and_run.py [--layers 2 8 32 80] [--repeat 201] [--out docs/benchmarks.md]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import statistics
@@ -70,21 +73,21 @@ def measure(layers: int, repeat: int, folder: str) -> dict:
         expected = model(**inputs)
         got = staticexec.run_subgraphs(model, subgraphs, inputs)
         assert torch.equal(expected.logits, got.logits), "the chain differs from the model"
-        for _ in range(repeat):
+        for i in range(repeat):
             start = time.perf_counter()
             model(**inputs)
             forward.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            staticexec.run_subgraphs(model, subgraphs, inputs)
-            chain.append(time.perf_counter() - start)
-            with tripwires_off(model):
-                start = time.perf_counter()
-                staticexec.run_subgraphs(model, subgraphs, inputs)
-                unchecked.append(time.perf_counter() - start)
+            # checked and unchecked chains alternate which runs first, so drift and cache warmth hit both alike
+            for checked in ((True, False) if i % 2 == 0 else (False, True)):
+                with contextlib.nullcontext() if checked else tripwires_off(model):
+                    start = time.perf_counter()
+                    staticexec.run_subgraphs(model, subgraphs, inputs)
+                    (chain if checked else unchecked).append(time.perf_counter() - start)
     f, c, w = statistics.median(forward), statistics.median(chain), statistics.median(warm)
     u = statistics.median(unchecked)
+    paired = statistics.median(a - b for a, b in zip(chain, unchecked))  # per-repeat pairs: less noise than c - u
     return {"layers": layers, "subgraphs": len(subgraphs), "cold": ms(cold), "warm": ms(w), "forward": ms(f),
-            "chain": ms(c), "unchecked": ms(u), "chain_ratio": c / f, "emit_ratio": w / f, "check": (c - u) / c}
+            "chain": ms(c), "unchecked": ms(u), "chain_ratio": c / f, "emit_ratio": w / f, "check": paired / c}
 
 
 def row(r: dict) -> str:
@@ -95,7 +98,7 @@ def row(r: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[2, 8, 32, 80])
-    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--repeat", type=int, default=201)
     parser.add_argument("--out", help="also write the table into this Markdown file")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -125,7 +128,8 @@ one process, so the ratios compare like with like.
 - forward: `model(**inputs)`; chain: `staticexec.run_subgraphs(model, subgraphs, inputs)`
   (the strict runner: cache-like rebuilding of values between subgraphs, each subgraph
   checking the targets it entered); chain, no check: the same with the target check off and
-  its hooks detached from the target modules; target check / chain: (chain - chain, no check) / chain.
+  its hooks detached from the target modules, run in alternating order with the checked chain;
+  target check / chain: the median of the per-repeat differences (checked - unchecked) over the chain.
 
 Machine: {platform.machine()}, Python {platform.python_version()}, torch {torch.__version__},
 transformers {transformers.__version__}.

@@ -18,6 +18,8 @@ import tempfile
 from dataclasses import dataclass
 
 import jedi
+
+_ENV = jedi.InterpreterEnvironment()
 import parso.cache
 
 from .source import SourceFile, known_module, load_file, module_for_path
@@ -90,7 +92,7 @@ class NameResolver:
                 extra = [p for p in dict.fromkeys(os.path.realpath(e or os.getcwd()) for e in sys.path)
                          if os.path.isdir(p)]
                 project = self._projects[root] = jedi.Project(root, smart_sys_path=False, added_sys_path=extra)
-            script = jedi.Script(sf.text, path=sf.path, project=project)
+            script = jedi.Script(sf.text, path=sf.path, project=project, environment=_ENV)
             self._scripts[sf.path] = script
             self._scripts_hash[sf.path] = sf.hash
         return script

@@ -75,11 +75,13 @@ def _few_collections() -> Iterator[None]:
     """Collect garbage rarely while analysing: the parse trees it builds are kept, not garbage, yet the
     default thresholds walk them (and torch's heap) again and again, half the time of a cold analysis."""
     before = gc.get_threshold()
+    gc.freeze()  # what the process held before (torch, transformers, the model) is not walked either
     gc.set_threshold(max(before[0], 10_000), max(before[1], 1000), max(before[2], 1000))
     try:
         yield
     finally:
         gc.set_threshold(*before)
+        gc.unfreeze()
 
 
 def _analyse(root: ClassRef, targets: list[str] | None, *, config: Any, architecture: str | None,

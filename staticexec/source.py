@@ -291,17 +291,33 @@ def function_source_hash(sf: SourceFile, qualname: str) -> str | None:
     return sha256(sf.segment(node)) if node is not None else None
 
 
+def _indexed_class(obj: Any) -> tuple[str, int] | None:
+    """A class's file and first line (its first decorator's, as `inspect` gives) from the source index,
+    without inspect re-reading and re-parsing the file; None when the index doesn't have it."""
+    if not isinstance(obj, type) or "<locals>" in obj.__qualname__:
+        return None
+    sf = load_module(obj.__module__)
+    node = sf.find_class(obj.__qualname__) if sf is not None else None
+    if node is None:
+        return None
+    return sf.path, min([node.lineno] + [d.lineno for d in node.decorator_list])
+
+
 def location(obj: Any) -> tuple[str, int]:
     """The file and line where a class or function is defined: relative to the working folder when
     below it, else to its package's root (`transformers/models/...`, as plans name files)."""
     import inspect
 
-    try:
-        target = inspect.unwrap(obj)
-        path = inspect.getsourcefile(target) or inspect.getfile(target)
-        _, line = inspect.getsourcelines(target)
-    except (TypeError, OSError):
-        return getattr(obj, "__qualname__", repr(obj)), 0
+    target = inspect.unwrap(obj)
+    indexed = _indexed_class(target)
+    if indexed is not None:
+        path, line = indexed
+    else:
+        try:
+            path = inspect.getsourcefile(target) or inspect.getfile(target)
+            _, line = inspect.getsourcelines(target)
+        except (TypeError, OSError):
+            return getattr(obj, "__qualname__", repr(obj)), 0
     rel = os.path.relpath(path)
     if not rel.startswith(".."):
         return rel, line

@@ -82,6 +82,7 @@ matrix: install
 
 bench: install
 	$(BIN)/python benchmarks/emit_and_run.py --out docs/benchmarks.md
+	$(BIN)/python benchmarks/cold_analysis.py --out docs/benchmarks-analysis.md
 
 clean:
 	rm -rf $(VENV) $(CLIENT_VENV) .pytest_cache .staticexec-cache .matrix-envs

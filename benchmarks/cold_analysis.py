@@ -1,0 +1,114 @@
+"""Benchmark: a model with no plan, split in a fresh process on one core.
+
+For each architecture, a tiny model is built from its config class (not timed), then
+`staticexec.subgraphs(model, sample, model._no_split_modules)` is timed with the shipped
+plans turned off (STATICEXEC_SHIPPED_PLANS=0), so the whole analysis runs: names resolved
+across files with jedi, call graph, plan, then emission. Every run is a new process pinned
+to one core (taskset) with one torch thread, so nothing is reused from an earlier run in
+memory. Two columns:
+
+- first run: jedi's and parso's disk caches empty (a fresh XDG_CACHE_HOME), as on a new machine;
+- later runs: the same caches as the first run left them, the median of `--repeat` runs.
+
+    .venv/bin/python benchmarks/cold_analysis.py [--repeat 3] [--out docs/benchmarks-analysis.md]
+
+The goal is 5 s at most per model (aim: 2 s), for the later runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ARCHITECTURES = (
+    "LlamaForCausalLM", "Qwen3MoeForCausalLM", "GPT2LMHeadModel", "LlavaForConditionalGeneration",
+    "WhisperForConditionalGeneration", "T5ForConditionalGeneration", "BartForConditionalGeneration",
+)
+GOAL = 5.0
+
+
+def one(arch: str) -> dict:
+    """In the child process: build the tiny model, then time the split."""
+    import time
+
+    import torch
+
+    import staticexec
+    from staticexec.tiny import build_tiny_model, sample_inputs
+
+    torch.set_num_threads(1)
+    model = build_tiny_model(arch)
+    sample = sample_inputs(model)
+    targets = list(model._no_split_modules or [])
+    start = time.perf_counter()
+    subgraphs = staticexec.subgraphs(model, sample, targets)
+    return {"seconds": time.perf_counter() - start, "subgraphs": len(subgraphs)}
+
+
+def child(arch: str, cache: str) -> dict:
+    env = dict(os.environ, STATICEXEC_SHIPPED_PLANS="0", XDG_CACHE_HOME=cache, OMP_NUM_THREADS="1")
+    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+    done = subprocess.run([*pin, sys.executable, __file__, "--one", arch], env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{arch}: the benchmark run failed\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def measure(arch: str, repeat: int) -> dict:
+    with tempfile.TemporaryDirectory() as cache:
+        first = child(arch, cache)
+        later = [child(arch, cache)["seconds"] for _ in range(repeat)]
+    return {"arch": arch, "subgraphs": first["subgraphs"], "first": first["seconds"], "later": statistics.median(later)}
+
+
+def row(r: dict) -> str:
+    verdict = "yes" if r["later"] <= GOAL else "no"
+    return f"| {r['arch']} | {r['subgraphs']} | {r['first']:.2f} | {r['later']:.2f} | {verdict} |"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--one", metavar="ARCH", help=argparse.SUPPRESS)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--out", help="also write the table into this Markdown file")
+    parser.add_argument("architectures", nargs="*", default=list(ARCHITECTURES))
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one)))
+        return
+    import torch
+    import transformers
+
+    lines = ["| architecture | subgraphs | first run (s) | later runs (s) | within 5 s |", "|---|---|---|---|---|"]
+    print("\n".join(lines), flush=True)
+    for arch in args.architectures:
+        line = row(measure(arch, args.repeat))
+        print(line, flush=True)
+        lines.append(line)
+    if args.out:
+        text = f"""# Benchmark: analysis with no plan
+
+Measured by `benchmarks/cold_analysis.py` (`make bench`), never by tests.
+{__doc__.split(chr(10), 2)[2].split(chr(10) + "    .venv")[0].strip()}
+
+Machine: {platform.machine()}, Python {platform.python_version()}, torch {torch.__version__},
+transformers {transformers.__version__}.
+
+{chr(10).join(lines)}
+
+Goal: 5 s at most per model in the later runs (aim: 2 s). With the plans shipped in the
+package for the installed transformers, no analysis runs (see docs/llmcompressor.md).
+"""
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+if __name__ == "__main__":
+    main()

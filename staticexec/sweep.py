@@ -23,8 +23,15 @@ STARTUP_TIMEOUT = 300.0
 
 
 def job_name(job: Callable[[str, dict], dict]) -> str:
-    """The name a worker imports a job by: `module:function`."""
-    return f"{job.__module__}:{job.__qualname__}"
+    """The name a worker imports a job by: `module:function` (a job of a module run with `-m` is
+    named by that module, not `__main__`, which in the worker is the sweep itself)."""
+    module = job.__module__
+    if module == "__main__":
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        if spec is None:
+            raise ValueError(f"sweep job {job.__qualname__} is in a script, not an importable module")
+        module = spec.name
+    return f"{module}:{job.__qualname__}"
 
 
 def worker(name: str, options: dict) -> None:
@@ -92,8 +99,11 @@ class Worker:
             self.start()
         self.arch = arch
         self.started = time.monotonic()
-        self.proc.stdin.write(arch + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(arch + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:  # it exited meanwhile: reading it gives {}, reported as a dead worker
+            pass
 
     def stop(self) -> None:
         """Kill the worker process and wait for it."""

@@ -24,3 +24,20 @@ def test_causal_lm_sweep():
     assert all(":" in reason and " " in reason for reason in refused.values()), refused  # file:line and why
     totals = coverage.totals(table)
     assert totals["percent"] >= 98.0, coverage.totals_line("causal-lm", table)
+
+
+
+def test_a_job_of_a_module_run_with_dash_m_reaches_its_workers(tmp_path):
+    """`python -m staticexec.matrix` hands its own run_case, whose __module__ is then __main__, to the workers."""
+    import subprocess
+    import sys
+
+    (tmp_path / "jobmod.py").write_text(
+        "import json\nfrom staticexec import sweep\n\n"
+        "def job(arch, options):\n    return {'status': 'ok', 'reason': arch.upper()}\n\n"
+        "if __name__ == '__main__':\n"
+        "    print(json.dumps([r['reason'] for r in sweep.run(job, ['a', 'b'], {}, jobs=2)]))\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, "-m", "jobmod"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == '["A", "B"]'

@@ -16,7 +16,7 @@ from .architectures import Architecture, find_architecture, no_split_modules
 from .emit import Emitter
 from .instance import check_instance
 from .messages import MalformedPlan, Refused, StalePlan, UsageError
-from .plan import SCHEMA_VERSION, Plan, build_plan
+from .plan import SCHEMA_VERSION, Plan, build_plan, seal
 from .resolve import Resolver
 from .run import Subgraph, run_subgraphs
 from .source import ClassRef, FunctionRef, function_source_hash, load_module
@@ -127,6 +127,10 @@ def _validate(doc: Any, where: str) -> Plan:
         raise MalformedPlan(f"{where}: {problem}")
     if doc["schema"] != SCHEMA_VERSION:
         raise MalformedPlan(f"{where}: plan schema {doc['schema']} is not the supported {SCHEMA_VERSION}")
+    if doc.get("seal") != seal(doc):
+        raise MalformedPlan(f"{where}: " + ("edited after staticexec wrote it (its `seal` does not match its content)"
+                                            if "seal" in doc else "no `seal`: not written by `staticexec plan`")
+                            + "; write it again with `staticexec plan`")
     return Plan(doc)
 
 

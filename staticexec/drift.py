@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-VERSION_FIELDS = ("transformers", "staticexec")
+VERSION_FIELDS = ("transformers", "staticexec", "seal")
 _POSITION_KEYS = {"lines", "line", "source_hash", "count", "index"}
 _CODE_KEYS = {"code", "call", "reason"}
 _CHAIN_STEP = re.compile(r"^(?P<path>\S+?):\d+ (?P<code>.*?)(?: -> (?P<target>\S+))?$")
@@ -81,7 +81,7 @@ def _without_decorators(shaped: Any) -> Any:
 
 
 def without_versions(doc: dict | None) -> dict | None:
-    """A plan document without the releases it was made with (`VERSION_FIELDS`); None stays None."""
+    """A plan document without the releases it was made with and its seal (`VERSION_FIELDS`); None stays None."""
     if doc is None:
         return None
     return {k: v for k, v in doc.items() if k not in VERSION_FIELDS}

@@ -9,6 +9,7 @@ deterministic JSON document, specified in docs/plan-format.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -33,7 +34,16 @@ from .mutations import mutation_refusals
 from .resolve import Resolver
 from .source import ClassRef
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+
+def seal(doc: dict) -> str:
+    """The digest a plan carries over everything else in it (`seal`): staticexec writes it with the analysis,
+    so a plan edited afterwards, its statement classes changed against the unchanged source, does not match."""
+    body = {k: v for k, v in doc.items() if k != "seal"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar) if hasattr(cst, "TryStar") else (
     cst.If, cst.For, cst.While, cst.With, cst.Try,
 )
@@ -596,4 +606,5 @@ def build_plan(
         "unresolved": unresolved,
         "not_analysed": sorted(str(c) for c in graph.pruned),
     }
+    doc["seal"] = seal(doc)
     return Plan(doc)

@@ -10,6 +10,7 @@ import torch
 import staticexec
 from staticexec import tiny
 from staticexec.messages import MalformedPlan, StalePlan, UsageError
+from staticexec.plan import seal
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,7 @@ def test_stale_and_malformed_plans_are_refused(llama, tmp_path):
     plan = staticexec.analyse_architecture("LlamaForCausalLM", ["LlamaDecoderLayer"], config=model.config)
     doc = json.loads(plan.to_json())
     next(iter(doc["functions"].values()))["source_hash"] = "0" * 64
+    doc["seal"] = seal(doc)  # sealed as the analysis would have: only the source differs
     stale = tmp_path / "stale.json"
     stale.write_text(json.dumps(doc))
     with pytest.raises(StalePlan):
@@ -131,6 +133,7 @@ def test_a_folder_of_plans_is_used_when_current(llama, tmp_path, monkeypatch):
     assert len(staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))) == 3
     doc = json.loads(plan.to_json())
     next(iter(doc["functions"].values()))["source_hash"] = "0" * 64
+    doc["seal"] = seal(doc)  # sealed as the analysis would have: only the source differs
     (tmp_path / "LlamaForCausalLM.json").write_text(json.dumps(doc))
     with pytest.raises(AssertionError, match="analysed"):  # stale: falls back to the analysis
         staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))

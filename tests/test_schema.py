@@ -144,7 +144,7 @@ def _bad_control_statement(doc):
 
 
 def _other_schema(doc):
-    doc["schema"] = 2
+    doc["schema"] = 1
 
 
 def _extra_field(doc):

@@ -123,16 +123,36 @@ def test_a_malformed_plan_file_is_reported_as_malformed_not_missing(tmp_path):
     assert os.path.exists(path)
 
 
-def test_an_edited_plan_that_hides_the_layer_loop_is_refused(model_and_sample):
-    """The loop over targets turned into opaque code: refused where the loop is, before anything runs."""
-    from staticexec.messages import Refused
-
-    model, sample = model_and_sample
-    doc = copy.deepcopy(_plan_doc(model, sample))
+def _hide_the_layer_loop(doc: dict) -> int:
+    """Turn the root's loop over targets into opaque code, as a hand edit would; its first line."""
     statements = doc["functions"][doc["root"]]["statements"]
     loop = next(s for s in statements if s["kind"] == "control")
     lines = loop["lines"]
     loop.clear()
     loop.update({"kind": "opaque", "lines": lines, "count": 1})
-    with pytest.raises(Refused, match=rf":{lines[0]}: .*marks this loop as code with no target call, but it calls each of `self.layers`"):
+    return lines[0]
+
+
+def test_an_edited_plan_is_refused_by_its_seal(model_and_sample):
+    """Statement classes changed after the analysis wrote the plan: refused on loading, before anything runs."""
+    model, sample = model_and_sample
+    doc = copy.deepcopy(_plan_doc(model, sample))
+    _hide_the_layer_loop(doc)
+    with pytest.raises(MalformedPlan, match=r"^plan: edited after staticexec wrote it \(its `seal` does not match"):
+        subgraphs(model, sample, ["Layer"], plan=doc)
+    del doc["seal"]
+    with pytest.raises(MalformedPlan, match=r"^plan: no `seal`"):
+        load_plan(doc)
+
+
+def test_a_resealed_plan_that_hides_the_layer_loop_is_refused_by_the_emitter(model_and_sample):
+    """Past the seal (edited and sealed again), the emitter still sees the loop call each target: refused
+    where the loop is."""
+    from staticexec.plan import seal
+
+    model, sample = model_and_sample
+    doc = copy.deepcopy(_plan_doc(model, sample))
+    line = _hide_the_layer_loop(doc)
+    doc["seal"] = seal(doc)
+    with pytest.raises(Refused, match=rf":{line}: .*marks this loop as code with no target call, but it calls each of `self.layers`"):
         subgraphs(model, sample, ["Layer"], plan=doc)

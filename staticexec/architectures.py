@@ -26,8 +26,11 @@ TASKS = {
 }
 
 
-class UnknownArchitecture(UsageError):
-    """The name is not a model class of the installed transformers."""
+class UnknownArchitecture(UsageError, KeyError):
+    """The name is not a model class of the installed transformers (a KeyError too: a failed lookup)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,11 @@ def _index() -> dict[str, list[str]]:
                 if isinstance(name, str) and model_type not in out.setdefault(name, []):
                     out[name].append(model_type)
     return out
+
+
+def model_types(name: str) -> list[str]:
+    """The model_types whose auto mapping names list the model class `name`, sorted; [] for none."""
+    return sorted(_index().get(name, ()))
 
 
 def task_architectures(task: str) -> list[str]:

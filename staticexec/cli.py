@@ -235,10 +235,7 @@ def cmd_emit(args) -> int:
     from .api import analyse_architecture
     from .emit import Emitter
 
-    try:
-        model = tiny.build_tiny_model(args.architecture, config=_load_config(args.config))
-    except tiny.UnknownArchitecture as exc:
-        raise UsageError(str(exc)) from exc
+    model = tiny.build_tiny_model(args.architecture, config=_load_config(args.config))
     targets = args.targets or tiny.default_targets(model)
     plan = analyse_architecture(args.architecture, targets, config=model.config)
     if args.sample == "multimodal":

@@ -28,6 +28,8 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig
 
+from .architectures import UnknownArchitecture, task_architectures, model_types as model_types_of
+
 __all__ = [
     "TinyBuildError",
     "UnknownArchitecture",
@@ -125,13 +127,6 @@ class TinyBuildError(Exception):
     """The tiny model for an architecture can't be built; str() is a one-line reason."""
 
 
-class UnknownArchitecture(TinyBuildError, KeyError):
-    """No auto mapping of this transformers version names the architecture."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
 def _roles(*pairs: tuple[str, str]) -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple((role, re.compile(pattern)) for role, pattern in pairs)
 
@@ -211,29 +206,8 @@ def role(key: str) -> str | None:
     return next((name for name, pattern in _ROLES if pattern.fullmatch(key)), None)
 
 
-def _all_mapping_names() -> Iterator[dict[str, Any]]:
-    from transformers.models.auto import modeling_auto
-
-    for name in sorted(dir(modeling_auto)):
-        mapping = getattr(modeling_auto, name)
-        if name.endswith("_MAPPING_NAMES") and isinstance(mapping, dict):
-            yield mapping
-
-
-def _model_types_for(arch: str) -> list[str]:
-    found = set()
-    for mapping in _all_mapping_names():
-        for model_type, names in mapping.items():
-            if arch == names or (isinstance(names, (tuple, list)) and arch in names):
-                found.add(model_type)
-    return sorted(found)
-
-
 def _is_causal_lm(arch: str) -> bool:
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-    return any(arch == v or (isinstance(v, (tuple, list)) and arch in v)
-               for v in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values())
+    return arch in task_architectures("causal-lm")
 
 
 def config_class_for(arch: str) -> type[PretrainedConfig]:
@@ -247,7 +221,7 @@ def config_class_for(arch: str) -> type[PretrainedConfig]:
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    model_types = [t for t in _model_types_for(arch) if t in CONFIG_MAPPING_NAMES]
+    model_types = [t for t in model_types_of(arch) if t in CONFIG_MAPPING_NAMES]
     if not model_types:
         raise UnknownArchitecture(f"{arch}: no transformers auto mapping names this architecture")
     own = getattr(model_class_for(arch), "config_class", None)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .architectures import UnknownArchitecture
 from .messages import Refused, UsageError
 from .run import outermost_targets
 from .targets import pipeline_targets, select_targets
@@ -120,8 +121,6 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     verdict = Verdict(architecture, "error")
     try:
         model = tiny.build_tiny_model(architecture, attn_implementation=attn_implementation, config=config)
-    except tiny.UnknownArchitecture as exc:
-        raise UsageError(str(exc)) from exc
     except tiny.TinyBuildError as exc:
         if "does not support an attention implementation" in str(exc):
             verdict.status = "n/a"
@@ -308,7 +307,7 @@ def forward_job(arch: str, options: dict) -> dict:
 
     try:
         model = tiny.build_tiny_model(arch, attn_implementation=options.get("attn", "eager"))
-    except tiny.TinyBuildError as exc:
+    except (tiny.TinyBuildError, UnknownArchitecture) as exc:
         return {"status": "build-failed", "reason": tiny.upstream_note(arch) + str(exc)}
     try:
         with torch.no_grad():

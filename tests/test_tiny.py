@@ -10,6 +10,7 @@ import pytest
 import torch
 import transformers
 
+from staticexec.messages import UsageError
 from staticexec.tiny import (
     MAX_PARAM_MB,
     TinyBuildError,
@@ -250,7 +251,7 @@ def test_rope_sections_follow_head_dim() -> None:
 def test_unknown_architecture() -> None:
     with pytest.raises(UnknownArchitecture) as caught:
         config_class_for("NoSuchModelForCausalLM")
-    assert isinstance(caught.value, TinyBuildError) and isinstance(caught.value, KeyError)
+    assert isinstance(caught.value, UsageError) and isinstance(caught.value, KeyError)
     assert "NoSuchModelForCausalLM" in str(caught.value) and "\n" not in str(caught.value)
     with pytest.raises(UnknownArchitecture):
         build_tiny_model("NoSuchModelForCausalLM")

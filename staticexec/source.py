@@ -100,10 +100,12 @@ class SourceFile:
 
     def segment(self, node: ast.AST) -> str:
         """Source text of a node, dedented so that it parses on its own."""
-        start = node.lineno
-        if getattr(node, "decorator_list", None):
-            start = min(d.lineno for d in node.decorator_list)
-        return textwrap.dedent("\n".join(self.lines[start - 1 : node.end_lineno])) + "\n"
+        return textwrap.dedent("\n".join(self.lines[first_line(node) - 1 : node.end_lineno])) + "\n"
+
+
+def first_line(node: ast.AST) -> int:
+    """A definition's first line: its first decorator's, as `inspect` gives, else its own."""
+    return min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
 
 
 def _top_level_index(sf: SourceFile) -> tuple[dict[str, ast.AST], None]:
@@ -272,7 +274,7 @@ def parse_function(sf: SourceFile, qualname: str) -> ParsedFunction | None:
         return hit
     module = cst.parse_module(text)
     fn = next(s for s in module.body if isinstance(s, cst.FunctionDef))
-    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    start = first_line(node)
     parsed = ParsedFunction(
         ref=FunctionRef(sf.module, qualname),
         sf_path=sf.path,
@@ -300,7 +302,7 @@ def _indexed_class(obj: Any) -> tuple[str, int] | None:
     node = sf.find_class(obj.__qualname__) if sf is not None else None
     if node is None:
         return None
-    return sf.path, min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return sf.path, first_line(node)
 
 
 def location(obj: Any) -> tuple[str, int]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from staticexec import matrix
-
-from staticexec import tiny
+from staticexec import matrix, tiny
 from staticexec.verify import verify
+
+# every test here builds tiny models of transformers' own architectures: `pytest -m "not integration"` runs the rest
+pytestmark = pytest.mark.integration
 
 ARCHITECTURES = [
     "LlamaForCausalLM",
@@ -84,10 +85,13 @@ def test_a_layer_called_twice_by_design_is_reported():
 
 # Multimodal samples with the vision tower's layers and the text model's layers as targets together
 # (the same list the release matrix runs on every release)
-VISION_AND_TEXT = matrix.VISION_AND_TEXT
+# Mistral3's tiny Pixtral tower takes its full-size image (about 80 s of eager attention on 2 cores): it runs
+# with the slow sweeps (`make verify`) and in the release matrix, not in `make test`
+VISION_AND_TEXT = [pytest.param(*case, marks=pytest.mark.slow) if case[0] == "Mistral3ForConditionalGeneration"
+                   else case for case in matrix.VISION_AND_TEXT]
 
 
-@pytest.mark.parametrize("arch, vision, text", VISION_AND_TEXT, ids=[a for a, _, _ in VISION_AND_TEXT])
+@pytest.mark.parametrize("arch, vision, text", VISION_AND_TEXT, ids=[a for a, _, _ in matrix.VISION_AND_TEXT])
 def test_vision_and_text_layers_as_targets_together(arch, vision, text):
     verdict = verify(arch, targets=vision + text, sample="multimodal")
     assert verdict.status == "ok", verdict.line()

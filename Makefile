@@ -23,7 +23,7 @@ test: install
 # the fast tests on another transformers release, in the matrix's environment for it: make test-release RELEASE=5.17.0
 RELEASE ?= 5.17.0
 test-release: install
-	$(BIN)/python -c "from staticexec.matrix import build_env; build_env('$(RELEASE)', '.matrix-envs', '.', tests=True)"
+	$(BIN)/python -c "from staticexec.check.matrix import build_env; build_env('$(RELEASE)', '.matrix-envs', '.', tests=True)"
 	.matrix-envs/transformers-$(RELEASE)/bin/pytest -q
 
 # the slow sweeps: every causal LM verified, every committed plan re-checked

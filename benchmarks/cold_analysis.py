@@ -41,7 +41,7 @@ def one(arch: str) -> dict:
     import torch
 
     import staticexec
-    from staticexec.tiny import build_tiny_model, sample_inputs
+    from staticexec.check.tiny import build_tiny_model, sample_inputs
 
     torch.set_num_threads(1)
     model = build_tiny_model(arch)

@@ -8,7 +8,7 @@ alike):
   cold is the first call in the process, warm the median of the next ones;
 - forward: model(**inputs) under torch.no_grad, median;
 - chain: staticexec.run_subgraphs(...), median;
-- the same chain with the run-time target check off and its hooks detached (staticexec.run.tripwires_off),
+- the same chain with the run-time target check off and its hooks detached (staticexec.emit.run.tripwires_off),
   median; checked and unchecked runs alternate which goes first;
 - the ratios chain / forward, emit (warm) / forward, and the check's share of the chain (the median
   of the per-repeat differences between checked and unchecked runs, over the chain).
@@ -31,7 +31,7 @@ import transformers
 
 import staticexec
 from staticexec.api import analyse_architecture
-from staticexec.run import tripwires_off
+from staticexec.emit.run import tripwires_off
 
 HEADER = ("| layers | emit cold (ms) | emit warm (ms) | forward (ms) | chain (ms) | chain, no check (ms) | "
           "chain / forward | emit / forward | target check / chain |")

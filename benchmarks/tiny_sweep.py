@@ -13,8 +13,8 @@ import os
 from collections import Counter
 
 from staticexec import sweep
-from staticexec.architectures import task_architectures
-from staticexec.verify import forward_job
+from staticexec.analysis.architectures import task_architectures
+from staticexec.check.verify import forward_job
 
 
 def main() -> None:

@@ -4,9 +4,8 @@ The pipeline runs source -> names/resolve -> callgraph -> plan -> emit -> cut ->
 package exports its entry points (api.py) and the `Subgraph` it produces (run.py).
 """
 
-__version__ = "0.1.0"
-
-from .api import analyse, analyse_architecture, load_plan, subgraphs  # noqa: E402
-from .run import Subgraph, run_subgraphs  # noqa: E402
+from staticexec.version import __version__
+from staticexec.api import analyse, analyse_architecture, load_plan, subgraphs
+from staticexec.emit.run import Subgraph, run_subgraphs
 
 __all__ = ["Subgraph", "analyse", "analyse_architecture", "load_plan", "run_subgraphs", "subgraphs"]

@@ -12,17 +12,17 @@ import json
 import os
 from typing import Any, Iterator
 
-from .architectures import Architecture, find_architecture, no_split_modules
-from .emit import Emitter
-from .instance import check_instance
-from .messages import MalformedPlan, Refused, StalePlan, UsageError
-from .plan import SCHEMA_VERSION, Plan, build_plan, seal
-from .resolve import Resolver
-from .run import Subgraph, run_subgraphs
-from .source import ClassRef, FunctionRef, function_source_hash, load_module
-from .targets import select_targets
-from .validate import check_call, plan_problem
-from .values import Container, Instance
+from staticexec.analysis.architectures import Architecture, find_architecture, no_split_modules
+from staticexec.emit.emitter import Emitter
+from staticexec.emit.instance import check_instance
+from staticexec.messages import MalformedPlan, Refused, StalePlan, UsageError
+from staticexec.analysis.plan import SCHEMA_VERSION, Plan, build_plan, seal
+from staticexec.analysis.resolve import Resolver
+from staticexec.emit.run import Subgraph, run_subgraphs
+from staticexec.analysis.source import ClassRef, FunctionRef, function_source_hash, load_module
+from staticexec.emit.targets import select_targets
+from staticexec.emit.validate import check_call, plan_problem
+from staticexec.analysis.values import Container, Instance
 
 __all__ = ["analyse", "analyse_architecture", "default_targets", "load_plan", "subgraphs", "run_subgraphs", "Subgraph"]
 
@@ -181,7 +181,7 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
     """Split `model`'s forward into subgraphs, `targets_per_subgraph` target calls each.
 
     The positional arguments are those of llm-compressor's `trace_subgraphs`. Targets are
-    class names, module names or `re:` patterns (`staticexec.targets`); those that match no
+    class names, module names or `re:` patterns (`staticexec.emit.targets`); those that match no
     module are skipped with one warning line, and none matching is a UsageError.
     `plan` is a Plan, a plan file (validated; a stale or malformed one is refused), or a folder
     of committed plans (the model's plan is used when it is current, else the analysis runs).
@@ -217,7 +217,7 @@ def shipped_plans() -> str | None:
     """The folder of plans shipped in the package for the installed transformers release, if any.
 
     STATICEXEC_SHIPPED_PLANS=0 turns them off (the analysis always runs)."""
-    from .plan import transformers_version
+    from staticexec.analysis.plan import transformers_version
 
     if os.environ.get("STATICEXEC_SHIPPED_PLANS", "1") == "0":
         return None

@@ -14,10 +14,10 @@ import json
 import os
 import sys
 
-from .architectures import TASKS
-from .files import write_atomic
-from .messages import Refused, UsageError
-from .validate import writable_folder
+from staticexec.analysis.architectures import TASKS
+from staticexec.files import write_atomic
+from staticexec.messages import Refused, UsageError
+from staticexec.emit.validate import writable_folder
 
 DESCRIPTION = """\
 Static analysis of transformers model code. From the source alone, staticexec
@@ -166,7 +166,7 @@ def _load_config(path: str | None):
 
 def cmd_plan(args) -> int:
     """`staticexec plan`: write one architecture's plan, or with `--all` every plan and the index."""
-    from .api import analyse_architecture
+    from staticexec.api import analyse_architecture
 
     if args.all:
         return _plan_all(args)
@@ -186,10 +186,10 @@ def cmd_plan(args) -> int:
 def _plan_all(args) -> int:
     import time
 
-    from . import sweep
-    from .architectures import all_generative
-    from .plan import transformers_version
-    from .plans import CACHE_DIR, plan_job, write_index
+    from staticexec import sweep
+    from staticexec.analysis.architectures import all_generative
+    from staticexec.analysis.plan import transformers_version
+    from staticexec.plans import CACHE_DIR, plan_job, write_index
 
     if args.architecture or args.targets or args.config:
         raise UsageError("--all plans every architecture with its default targets and config")
@@ -220,8 +220,8 @@ def _check_requested(requested: list[str] | None, plan) -> None:
 
 def cmd_explain(args) -> int:
     """`staticexec explain`: print the analysed forwards, each statement's class and the call chains."""
-    from .api import analyse_architecture
-    from .explain import explain
+    from staticexec.api import analyse_architecture
+    from staticexec.explain import explain
 
     plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
     _check_requested(args.targets, plan)
@@ -231,15 +231,15 @@ def cmd_explain(args) -> int:
 
 def cmd_emit(args) -> int:
     """`staticexec emit`: print the subgraphs emitted for a tiny model of the architecture and a sample input."""
-    from . import tiny
-    from .api import analyse_architecture
-    from .emit import Emitter
+    from staticexec.check import tiny
+    from staticexec.api import analyse_architecture
+    from staticexec.emit.emitter import Emitter
 
     model = tiny.build_tiny_model(args.architecture, config=_load_config(args.config))
     targets = args.targets or tiny.default_targets(model)
     plan = analyse_architecture(args.architecture, targets, config=model.config)
     if args.sample == "multimodal":
-        from .multimodal import multimodal_samples
+        from staticexec.check.multimodal import multimodal_samples
 
         sample = next(multimodal_samples(model))
     else:
@@ -253,8 +253,8 @@ def cmd_emit(args) -> int:
 
 def cmd_verify(args) -> int:
     """`staticexec verify`: verify the named architectures, or with `--all` a task's, and print one line each."""
-    from .architectures import find_architecture
-    from .verify import verify
+    from staticexec.analysis.architectures import find_architecture
+    from staticexec.check.verify import verify
 
     if args.all:
         return _verify_all(args)
@@ -283,10 +283,11 @@ def cmd_verify(args) -> int:
 
 
 def _verify_all(args) -> int:
-    from . import coverage, sweep
-    from .verify import sweep_job
-    from .architectures import task_architectures
-    from .plan import transformers_version
+    from staticexec.check import coverage
+    from staticexec import sweep
+    from staticexec.check.verify import sweep_job
+    from staticexec.analysis.architectures import task_architectures
+    from staticexec.analysis.plan import transformers_version
 
     if args.architectures or args.targets or args.config:
         raise UsageError("--all verifies every architecture with its default targets and config")
@@ -318,8 +319,8 @@ def _verify_all(args) -> int:
 
 def cmd_graph(args) -> int:
     """`staticexec graph`: write the plan's call graph to the `--out` file and say what was written."""
-    from .api import analyse_architecture
-    from .graph import render, to_dot
+    from staticexec.api import analyse_architecture
+    from staticexec.graph import render, to_dot
 
     plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
     _check_requested(args.targets, plan)
@@ -329,7 +330,7 @@ def cmd_graph(args) -> int:
 
 def cmd_check(args) -> int:
     """`staticexec check`: re-make a folder's plans, report what moved; 1 unless all unchanged, none new or gone."""
-    from .plans import CACHE_DIR, check
+    from staticexec.plans import CACHE_DIR, check
 
     result = check(args.folder, jobs=args.jobs, cache=None if args.no_cache else CACHE_DIR)
     for line in result.report:
@@ -340,7 +341,7 @@ def cmd_check(args) -> int:
 
 def cmd_matrix(args) -> int:
     """`staticexec matrix`: verify the cases on each chosen release, or with `--report-only` just rewrite the report."""
-    from . import matrix
+    from staticexec.check import matrix
 
     folder = args.results or matrix.RESULTS
     unknown = sorted(set(args.releases or []) - set(matrix.RELEASES))

@@ -5,8 +5,8 @@ It reads a plan, the output of the plan stage, and marks the source with it for 
 
 from __future__ import annotations
 
-from .plan import Plan
-from .source import FunctionRef, load_module
+from staticexec.analysis.plan import Plan
+from staticexec.analysis.source import FunctionRef, load_module
 
 MARK = {"target": "T", "ancestor": "A", "control": "C", "opaque": " "}
 

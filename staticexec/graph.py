@@ -8,8 +8,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-from .plan import Plan
-from .files import write_atomic
+from staticexec.analysis.plan import Plan
+from staticexec.files import write_atomic
 
 
 def _label(node: str) -> str:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .api import subgraphs
-from .run import Subgraph
+from staticexec.api import subgraphs
+from staticexec.emit.run import Subgraph
 
 __all__ = ["trace_subgraphs", "patch"]
 

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from . import __version__
-from .messages import Refused, UsageError
-from .validate import check_index
-from .source import ACCESSED, loaded, sha256
-from .files import write_atomic
+from staticexec.version import __version__
+from staticexec.messages import Refused, UsageError
+from staticexec.emit.validate import check_index
+from staticexec.analysis.source import ACCESSED, loaded, sha256
+from staticexec.files import write_atomic
 
 INDEX = "index.json"
 CACHE_DIR = ".staticexec-cache"
@@ -101,7 +101,7 @@ def plan_job(arch: str, options: dict) -> dict:
 
 def plan_one(arch: str, out: str, cache: str | None) -> dict:
     """Plan one architecture with its default targets into `out`; the index row for it."""
-    from .api import analyse_architecture
+    from staticexec.api import analyse_architecture
 
     entry = _cached(cache, arch) if cache else None
     if entry is None:
@@ -204,8 +204,8 @@ def check(folder: str, jobs: int = 1, cache: str | None = CACHE_DIR,
     """
     import tempfile
 
-    from . import sweep
-    from .plan import transformers_version
+    from staticexec import sweep
+    from staticexec.analysis.plan import transformers_version
 
     index_path = os.path.join(folder, INDEX)
     try:
@@ -217,7 +217,7 @@ def check(folder: str, jobs: int = 1, cache: str | None = CACHE_DIR,
         raise UsageError(f"{index_path}: not JSON ({exc.msg})") from exc
     check_index(index, index_path)
     if installed is None:
-        from .architectures import all_generative
+        from staticexec.analysis.architectures import all_generative
 
         installed = all_generative()
     planned = sorted(index.get("architectures", {}))
@@ -240,7 +240,7 @@ def check(folder: str, jobs: int = 1, cache: str | None = CACHE_DIR,
 def judge(folder: str, index: dict, fresh: str, rows: dict[str, dict], installed: list[str],
           transformers: str) -> CheckResult:
     """Compare the plans in `folder` (described by `index`) with those re-made into `fresh` (`rows`)."""
-    from . import drift
+    from staticexec import drift
 
     planned = sorted(index.get("architectures", {}))
     result = CheckResult(transformers, index.get("transformers", ""))

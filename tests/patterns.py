@@ -8,7 +8,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 
-from staticexec.source import ClassRef, load_file
+from staticexec.analysis.source import ClassRef, load_file
 
 ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "patterns")
 HEADER = re.compile(r"#\s*staticexec:\s*root=(\w+)\s+targets=([\w,]+)")

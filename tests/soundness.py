@@ -89,8 +89,8 @@ def judge(case: Case) -> Outcome:
 
     from staticexec.api import subgraphs
     from staticexec.messages import Refused, UsageError
-    from staticexec.run import run_chain
-    from staticexec.verify import _CallLog, _check_calls, compare
+    from staticexec.emit.run import run_chain
+    from staticexec.check.verify import _CallLog, _check_calls, compare
 
     module = case.load()
     try:

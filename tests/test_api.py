@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import staticexec
-from staticexec import tiny
+from staticexec.check import tiny
 from staticexec.messages import MalformedPlan, StalePlan, UsageError
-from staticexec.plan import seal
+from staticexec.analysis.plan import seal
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_emission_from_a_plan_runs_no_analysis(llama, tmp_path, monkeypatch):
 
     monkeypatch.setattr(jedi, "Script", forbidden)
     monkeypatch.setattr(libcst, "MetadataWrapper", forbidden)
-    import staticexec.plan as plan_module
+    import staticexec.analysis.plan as plan_module
     monkeypatch.setattr(plan_module, "build_plan", forbidden)
     subgraphs = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(path))
     with torch.no_grad():
@@ -144,8 +144,8 @@ def test_a_folder_of_plans_is_used_when_current(llama, tmp_path, monkeypatch):
 def test_decorators_run_for_real_around_the_chain(extra):
     """capture_outputs, merge_with_config_defaults and can_return_tuple are the installed release's own
     wrappers: collected hidden states and attentions, and the tuple form, equal the model's."""
-    from staticexec import tiny
-    from staticexec.verify import compare
+    from staticexec.check import tiny
+    from staticexec.check.verify import compare
 
     model = tiny.build_tiny_model("LlamaForCausalLM", attn_implementation="eager")
     sample = dict(tiny.sample_inputs(model), **extra)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from staticexec import matrix, tiny
-from staticexec.verify import verify
+from staticexec.check import matrix
+from staticexec.check import tiny
+from staticexec.check.verify import verify
 
 # every test here builds tiny models of transformers' own architectures: `pytest -m "not integration"` runs the rest
 pytestmark = pytest.mark.integration

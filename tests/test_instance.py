@@ -12,8 +12,8 @@ import torch
 from soundness import cases
 from staticexec.api import subgraphs
 from staticexec.messages import Refused
-from staticexec.run import run_subgraphs
-from staticexec.source import load_file
+from staticexec.emit.run import run_subgraphs
+from staticexec.analysis.source import load_file
 
 
 def _load_copy(tmp_path, name: str, module: str):
@@ -85,8 +85,8 @@ def test_accelerate_cpu_offload_of_a_tiny_llama():
     accelerate = pytest.importorskip("accelerate")
     import copy
 
-    from staticexec import tiny
-    from staticexec.verify import _CallLog, _check_calls
+    from staticexec.check import tiny
+    from staticexec.check.verify import _CallLog, _check_calls
 
     model = tiny.build_tiny_model("LlamaForCausalLM")
     sample = dict(tiny.sample_inputs(model), use_cache=False)
@@ -97,7 +97,7 @@ def test_accelerate_cpu_offload_of_a_tiny_llama():
     chain = subgraphs(model, sample, ["LlamaDecoderLayer"])
     log = _CallLog(model, {"LlamaDecoderLayer"})
     try:
-        from staticexec.run import run_chain
+        from staticexec.emit.run import run_chain
 
         with torch.no_grad():
             out = run_chain(model, chain, sample, before=lambda sg: setattr(log, "current", sg.index))
@@ -109,7 +109,7 @@ def test_accelerate_cpu_offload_of_a_tiny_llama():
 
 
 def test_a_forward_hook_on_a_tiny_qwen3_root_is_refused():
-    from staticexec import tiny
+    from staticexec.check import tiny
 
     model = tiny.build_tiny_model("Qwen3ForCausalLM")
     sample = tiny.sample_inputs(model)

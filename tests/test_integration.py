@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import staticexec
-from staticexec import tiny
+from staticexec.check import tiny
 from staticexec.llmcompressor import trace_subgraphs
 
 

@@ -6,7 +6,7 @@ import json
 import os
 
 import test_architectures
-from staticexec import matrix
+from staticexec.check import matrix
 
 
 def test_the_cases_are_the_tested_groups_and_a_fixed_sample():

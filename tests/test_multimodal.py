@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from staticexec.multimodal import _sizes, multimodal_inputs, multimodal_samples
-from staticexec.tiny import build_tiny_model
-from staticexec.verify import _CallLog, _own_forward
+from staticexec.check.multimodal import _sizes, multimodal_inputs, multimodal_samples
+from staticexec.check.tiny import build_tiny_model
+from staticexec.check.verify import _CallLog, _own_forward
 
 
 def test_pixel_shuffle_sizes():

@@ -17,9 +17,9 @@ import torch
 from patterns import fixtures, opaque_lines, plan_statements
 from staticexec.api import analyse
 from staticexec.drift import VERSION_FIELDS  # the releases and the seal: they move with the environment
-from staticexec.emit import Emitter
+from staticexec.emit.emitter import Emitter
 from staticexec.messages import Refused
-from staticexec.verify import _CallLog, chain_problem
+from staticexec.check.verify import _CallLog, chain_problem
 
 FIXTURES = fixtures()
 IDS = [f.name for f in FIXTURES]
@@ -124,8 +124,8 @@ def _without_versions(text: str, path: str) -> str:
 
 def test_a_branch_decided_from_a_shape_is_checked_when_the_subgraphs_run():
     """input_shape_condition: emitted for one image, run on none: the chain stops instead of skipping the call."""
-    from staticexec.decorators import BranchMismatch
-    from staticexec.run import run_subgraphs
+    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.run import run_subgraphs
 
     fx = next(f for f in FIXTURES if f.name == "input_shape_condition")
     plan, refused = _plan_or_refusal(fx)
@@ -142,8 +142,8 @@ def test_a_branch_decided_from_a_shape_is_checked_when_the_subgraphs_run():
 def test_a_branch_decided_from_an_input_is_checked_when_the_subgraphs_run():
     """input_presence_condition: emitted with `extra=None`, run with a tensor: BranchMismatch, not a skipped call;
     run without the key the sample had: a ContractError, not a silent default."""
-    from staticexec.decorators import BranchMismatch
-    from staticexec.run import ContractError, run_subgraphs
+    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.run import ContractError, run_subgraphs
 
     fx = next(f for f in FIXTURES if f.name == "input_presence_condition")
     plan, refused = _plan_or_refusal(fx)

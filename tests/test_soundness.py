@@ -39,8 +39,8 @@ def test_a_conditional_expression_decided_from_an_input_is_checked_when_the_subg
     import torch
 
     from staticexec.api import subgraphs
-    from staticexec.decorators import BranchMismatch
-    from staticexec.run import run_subgraphs
+    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.run import run_subgraphs
 
     case = next(c for c in CASES if c.name == "ifexp_input_in_helper_not_taken")
     model, sample = case.load().build()
@@ -56,8 +56,8 @@ def test_an_and_operand_decided_from_an_input_is_checked_when_the_subgraphs_run(
     import torch
 
     from staticexec.api import subgraphs
-    from staticexec.decorators import BranchMismatch
-    from staticexec.run import run_subgraphs
+    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.run import run_subgraphs
 
     case = next(c for c in CASES if c.name == "boolop_input_condition_taken")
     model, sample = case.load().build()
@@ -75,8 +75,8 @@ def test_a_branch_read_off_the_models_own_forward_is_checked_when_the_subgraphs_
     import torch
 
     from staticexec.api import subgraphs
-    from staticexec.decorators import BranchMismatch
-    from staticexec.run import run_subgraphs
+    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.run import run_subgraphs
 
     case = next(c for c in CASES if c.name == "observed_cache_condition")
     model, sample = case.load().build()
@@ -94,7 +94,7 @@ def test_a_batch_with_a_key_the_sample_did_not_have_is_refused_by_the_runner():
     import torch
 
     from staticexec.api import subgraphs
-    from staticexec.run import ContractError, run_subgraphs
+    from staticexec.emit.run import ContractError, run_subgraphs
 
     case = next(c for c in CASES if c.name == "ifexp_input_condition")
     model, sample = case.load().build()

@@ -1,4 +1,4 @@
-"""Stage call graph (staticexec/callgraph.py), through `CallGraphBuilder(Resolver(), targets).build(root)`.
+"""Stage call graph (staticexec/analysis/callgraph.py), through `CallGraphBuilder(Resolver(), targets).build(root)`.
 
 Each case is a small model source, written to a file and loaded under its own module name
 the way the pattern fixtures are (`import_fixture`, tests/patterns.py). Every snippet has a
@@ -15,11 +15,11 @@ import textwrap
 import pytest
 
 from patterns import import_fixture
-from staticexec.callgraph import CallGraphBuilder
+from staticexec.analysis.callgraph import CallGraphBuilder
 from staticexec.messages import UsageError
-from staticexec.resolve import Resolver
-from staticexec.source import ClassRef
-from staticexec.values import Container, Instance
+from staticexec.analysis.resolve import Resolver
+from staticexec.analysis.source import ClassRef
+from staticexec.analysis.values import Container, Instance
 
 HEADER = textwrap.dedent("""
     import torch

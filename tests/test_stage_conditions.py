@@ -1,4 +1,4 @@
-"""Stage conditions (staticexec/conditions.py), through `ConditionClassifier.classify`.
+"""Stage conditions (staticexec/analysis/conditions.py), through `ConditionClassifier.classify`.
 
 The classifier is built as the plan stage builds it for one function: from the function's
 parameters (`param_names`, less `self`) and its local bindings (`LocalBindings`). Each case is
@@ -12,8 +12,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from staticexec.conditions import ConditionClassifier, worst
-from staticexec.resolve import LocalBindings, param_names
+from staticexec.analysis.conditions import ConditionClassifier, worst
+from staticexec.analysis.resolve import LocalBindings, param_names
 
 
 def first_if_class(source: str) -> str:

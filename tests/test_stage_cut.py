@@ -1,4 +1,4 @@
-"""Stage cut (staticexec/cut.py), through `cut` and `build_subgraphs`, on hand-written steps.
+"""Stage cut (staticexec/emit/cut.py), through `cut` and `build_subgraphs`, on hand-written steps.
 
 A program is a list of steps as emit produces them: one statement (or a compound one) each,
 a step that calls a target written `(code, module path)`. The tables give, per subgraph,
@@ -20,8 +20,8 @@ import re
 import pytest
 import torch
 
-from staticexec.cut import Step, build_subgraphs, cut
-from staticexec.run import UNBOUND, run_chain, tripwires_off
+from staticexec.emit.cut import Step, build_subgraphs, cut
+from staticexec.emit.run import UNBOUND, run_chain, tripwires_off
 
 OUTPUT = "out"
 

@@ -1,4 +1,4 @@
-"""Stage evaluate (staticexec/evaluate.py, emit's evaluator), through `evaluate`, `evaluate_condition`,
+"""Stage evaluate (staticexec/emit/evaluate.py, emit's evaluator), through `evaluate`, `evaluate_condition`,
 `truth` and `sample_value`.
 
 Expressions are evaluated as emission evaluates them: `self` is a real (tiny) module, sample
@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from transformers.utils import is_torchdynamo_compiling
 
-from staticexec.evaluate import (
+from staticexec.emit.evaluate import (
     PRESENT,
     UNKNOWN,
     Undecidable,

@@ -1,4 +1,4 @@
-"""Stage resolve (staticexec/resolve.py), through `Resolver.attribute`, `submodule_classes`, `returns`,
+"""Stage resolve (staticexec/analysis/resolve.py), through `Resolver.attribute`, `submodule_classes`, `returns`,
 `mro` and `find_method`.
 
 Each case is a small model source, written to a file and loaded under its own module name
@@ -17,9 +17,9 @@ import textwrap
 import pytest
 
 from patterns import import_fixture
-from staticexec.resolve import Resolver
-from staticexec.source import ClassRef, FunctionRef
-from staticexec.values import (
+from staticexec.analysis.resolve import Resolver
+from staticexec.analysis.source import ClassRef, FunctionRef
+from staticexec.analysis.values import (
     ClassObject, Constant, Container, Data, Function, Instance, Items, Mapping, Unknown, one,
 )
 

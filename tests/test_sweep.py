@@ -6,9 +6,10 @@ import os
 
 import pytest
 
-from staticexec import coverage, sweep
-from staticexec.architectures import task_architectures
-from staticexec.verify import sweep_job
+from staticexec import sweep
+from staticexec.check import coverage
+from staticexec.analysis.architectures import task_architectures
+from staticexec.check.verify import sweep_job
 
 BUGS = {"mismatch", "crash", "timeout", "error"}
 
@@ -27,7 +28,7 @@ def test_causal_lm_sweep():
 
 
 def test_a_job_of_a_module_run_with_dash_m_reaches_its_workers(tmp_path):
-    """`python -m staticexec.matrix` hands its own run_case, whose __module__ is then __main__, to the workers."""
+    """`python -m staticexec.check.matrix` hands its own run_case, whose __module__ is then __main__, to the workers."""
     import subprocess
     import sys
 

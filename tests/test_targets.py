@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 import staticexec
-from staticexec import tiny
+from staticexec.check import tiny
 from staticexec.messages import UsageError
-from staticexec.targets import select_targets
+from staticexec.emit.targets import select_targets
 
 
 class Block(nn.Module):

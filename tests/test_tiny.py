@@ -11,7 +11,7 @@ import torch
 import transformers
 
 from staticexec.messages import UsageError
-from staticexec.tiny import (
+from staticexec.check.tiny import (
     MAX_PARAM_MB,
     TinyBuildError,
     UnknownArchitecture,
@@ -416,7 +416,7 @@ def test_input_vocab_when_input_embeddings_unknown(monkeypatch: pytest.MonkeyPat
 
 
 def test_missing_library_noted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from staticexec import tiny as tiny_module
+    from staticexec.check import tiny as tiny_module
 
     def fails(*args: object, **kwargs: object) -> None:
         try:

@@ -52,7 +52,7 @@ def test_a_compiled_model_names_the_wrapper(model_and_sample):
 
 def _plan_doc(model, sample):
     from staticexec.api import analyse
-    from staticexec.source import ClassRef
+    from staticexec.analysis.source import ClassRef
 
     return analyse(ClassRef(type(model).__module__, type(model).__qualname__), ["Layer"]).doc
 
@@ -148,7 +148,7 @@ def test_an_edited_plan_is_refused_by_its_seal(model_and_sample):
 def test_a_resealed_plan_that_hides_the_layer_loop_is_refused_by_the_emitter(model_and_sample):
     """Past the seal (edited and sealed again), the emitter still sees the loop call each target: refused
     where the loop is."""
-    from staticexec.plan import seal
+    from staticexec.analysis.plan import seal
 
     model, sample = model_and_sample
     doc = copy.deepcopy(_plan_doc(model, sample))

@@ -223,7 +223,7 @@ class _Timed:
 
 def target_modules(model: Any, case: Case) -> list[str]:
     """The sequential targets the pipeline splits at (its default: `_no_split_modules`)."""
-    from staticexec.targets import select_targets
+    from staticexec.emit.targets import select_targets
 
     targets = case.sequential_targets or list(model._no_split_modules)
     return list(select_targets(model, targets, warn=False).modules)

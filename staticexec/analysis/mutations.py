@@ -16,10 +16,10 @@ import builtins
 
 import libcst as cst
 
-from .callgraph import CallGraph, CallGraphBuilder, FunctionAnalysis, calls_in
-from .messages import MutatedState
-from .scopes import walk
-from .values import Container, Instance, Items, Mapping
+from staticexec.analysis.callgraph import CallGraph, CallGraphBuilder, FunctionAnalysis, calls_in
+from staticexec.messages import MutatedState
+from staticexec.analysis.scopes import walk
+from staticexec.analysis.values import Container, Instance, Items, Mapping
 
 MUTATING_METHODS = {
     "append", "extend", "insert", "pop", "remove", "reverse", "sort", "clear", "update", "popitem", "setdefault",

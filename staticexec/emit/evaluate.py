@@ -20,6 +20,8 @@ import operator
 import textwrap
 from functools import lru_cache
 
+from staticexec.analysis.conditions import ENVIRONMENT_CALLS
+
 
 class Undecidable(Exception):
     """The expression depends on a value only known at run time."""
@@ -76,15 +78,6 @@ SAFE_CALLS = {
     "sum", "abs", "issubclass",
 }
 SAFE_METHODS = {"values", "items", "keys", "get", "index", "count", "startswith", "endswith"}
-# transformers' questions about the running environment: pure, and fixed for a process, so a condition
-# on them is decided when subgraphs are emitted (`synced_gpus = is_deepspeed_zero3_enabled() or ...`)
-ENVIRONMENT_CALLS = {
-    "is_deepspeed_zero3_enabled", "is_fsdp_managed_module", "is_torchdynamo_compiling", "is_torchdynamo_exporting",
-    "is_tracing", "is_accelerate_available", "is_peft_available", "is_torch_available", "is_scipy_available",
-    "is_kernels_available", "is_flash_attn_available", "is_torch_cuda_available", "is_torch_greater_or_equal",
-    "is_mambapy_available", "is_flash_attention_requested",
-}
-
 BINARY = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
     ast.Div: operator.truediv, ast.Mod: operator.mod, ast.Pow: operator.pow,

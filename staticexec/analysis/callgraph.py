@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 import libcst as cst
 import networkx as nx
 
-from . import decorators as deco
-from .scopes import free_called_names, walk
-from .resolve import FunctionContext, Resolver, bind_arguments
-from .source import ClassRef, FunctionRef
-from .values import (
+from staticexec.analysis import decorators as deco
+from staticexec.analysis.scopes import free_called_names, walk
+from staticexec.analysis.resolve import FunctionContext, Resolver, bind_arguments
+from staticexec.analysis.source import ClassRef, FunctionRef
+from staticexec.analysis.values import (
     DATA,
     ClassObject,
     Constant,
@@ -184,7 +184,7 @@ class CallGraphBuilder:
         self.root = root
         forward = self.resolver.find_method(root, "forward")
         if forward is None:
-            from .messages import UsageError
+            from staticexec.messages import UsageError
 
             raise UsageError(f"{root.name} has no forward of its own to split (it only generates)")
         root_id = self._enqueue(forward, root, {})

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import PositionProvider
 
-from .scopes import free_called_names
-from .names import Definition, load_definition_file, shared_names
-from .source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module, parse_function
-from .values import (
+from staticexec.analysis.scopes import free_called_names
+from staticexec.analysis.names import Definition, load_definition_file, shared_names
+from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module, parse_function
+from staticexec.analysis.values import (
     DATA,
     ConfigRef,
     EMPTY,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 
-from .files import write_atomic
+from staticexec.files import write_atomic
 
 CATEGORIES = {
     "ok": "ok",

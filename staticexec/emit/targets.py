@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .messages import UsageError
+from staticexec.messages import UsageError
 
 __all__ = ["TargetSelection", "pipeline_targets", "select_targets"]
 

@@ -25,7 +25,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .files import write_atomic
+from staticexec.files import write_atomic
 
 # the newest patch of each minor release from 5.15 to 5.24
 RELEASES = ["5.15.1", "5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2", "5.23.0", "5.24.0"]
@@ -98,7 +98,8 @@ RESULTS = os.path.join("docs", "compatibility")
 ROW_FIELDS = ("status", "reason", "subgraphs", "targets_called", "calls")
 # staticexec's own dependencies, pinned as in constraints.txt; transformers' are pip's choice per release
 OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "jsonschema", "accelerate", "psutil")
-REPORT_TOOLING = {"matrix.py", "cli.py", "drift.py", "plans.py", "coverage.py", "graph.py", "explain.py"}
+# the package's files that verify never runs, by their path below the package
+REPORT_TOOLING = {"check/matrix.py", "cli.py", "drift.py", "plans.py", "check/coverage.py", "graph.py", "explain.py"}
 
 
 @dataclass(frozen=True)
@@ -140,10 +141,12 @@ def verdict_of(status: str) -> str:
 
 def analysis_key() -> str:
     """A hash of the code a verify run executes (report tooling set aside): results of other code are redone."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = sorted(os.path.relpath(os.path.join(folder, name), package).replace(os.sep, "/")
+                   for folder, _, files in os.walk(package) for name in files if name.endswith(".py"))
     digest = hashlib.sha256()
-    for name in sorted(os.listdir(package)):
-        if name.endswith(".py") and name not in REPORT_TOOLING:
+    for name in names:
+        if name not in REPORT_TOOLING:
             with open(os.path.join(package, name), "rb") as handle:
                 digest.update(name.encode() + handle.read())
     return digest.hexdigest()[:12]
@@ -154,8 +157,8 @@ def analysis_key() -> str:
 
 def run_case(spec: str, options: dict) -> dict:
     """The sweep job: verify one case; `absent` when the release has no such architecture."""
-    from .architectures import UnknownArchitecture, find_architecture
-    from .verify import verify
+    from staticexec.analysis.architectures import UnknownArchitecture, find_architecture
+    from staticexec.check.verify import verify
 
     case = Case.parse(spec)
     try:
@@ -176,7 +179,7 @@ def run_release(results: str, jobs: int, timeout: float) -> dict:
     """Run every case not yet done by the current code into `results` (a JSON file, rewritten after each case)."""
     import transformers
 
-    from . import sweep
+    from staticexec import sweep
 
     key = analysis_key()
     data = _read(results) or {}
@@ -297,7 +300,7 @@ def run(releases: list[str], envs: str, folder: str, report: str, jobs: int, tim
             os.remove(results)  # started over; an incomplete one resumes instead
         python = build_env(release, envs, root)
         print(f"transformers {release}: verify in {python}", flush=True)
-        subprocess.run([python, "-m", "staticexec.matrix", os.path.abspath(results), str(jobs), str(timeout)],
+        subprocess.run([python, "-m", "staticexec.check.matrix", os.path.abspath(results), str(jobs), str(timeout)],
                        check=True, cwd=root)
     write_report(folder, report)
     bad = {}

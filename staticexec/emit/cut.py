@@ -21,7 +21,7 @@ import ast
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .run import Subgraph
+from staticexec.emit.run import Subgraph
 
 
 @dataclass(frozen=True)

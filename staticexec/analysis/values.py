@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
-from .source import ClassRef, FunctionRef
+from staticexec.analysis.source import ClassRef, FunctionRef
 
 
 @dataclass(frozen=True)

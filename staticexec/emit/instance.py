@@ -27,8 +27,8 @@ import functools
 import inspect
 from typing import Any
 
-from .messages import InstanceHook, Message, Refused, ReplacedForward
-from .validate import relative
+from staticexec.messages import InstanceHook, Message, Refused, ReplacedForward
+from staticexec.emit.validate import relative
 
 HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
 
@@ -141,8 +141,8 @@ def instance_refusals(model: Any, plan_doc: dict, sample: Any = None) -> list[Me
 
 def check_instance(model: Any, plan_doc: dict, sample: Any = None) -> None:
     """Refuse a model instance that would not run the planned code: hooks, replaced forwards, stale files."""
-    from .imported import stale_source_refusals
-    from .validate import check_plan_is_for
+    from staticexec.emit.imported import stale_source_refusals
+    from staticexec.emit.validate import check_plan_is_for
 
     root = plan_doc.get("functions", {}).get(plan_doc.get("root", ""), {})
     if root.get("self_class"):

@@ -14,8 +14,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .evaluate import ENVIRONMENT_CALLS
-
+# transformers' questions about the running environment: pure, and fixed for a process, so a condition
+# on them is decided when subgraphs are emitted (`synced_gpus = is_deepspeed_zero3_enabled() or ...`)
+ENVIRONMENT_CALLS = {
+    "is_deepspeed_zero3_enabled", "is_fsdp_managed_module", "is_torchdynamo_compiling", "is_torchdynamo_exporting",
+    "is_tracing", "is_accelerate_available", "is_peft_available", "is_torch_available", "is_scipy_available",
+    "is_kernels_available", "is_flash_attn_available", "is_torch_cuda_available", "is_torch_greater_or_equal",
+    "is_mambapy_available", "is_flash_attention_requested",
+}
 ORDER = {"static": 0, "input": 1, "dynamic": 2}
 MAPPING_METHODS = {"get", "keys", "values", "items"}
 STATIC_CALLS = {"isinstance", "hasattr", "getattr", "callable", "len", "bool", "type", "issubclass"}

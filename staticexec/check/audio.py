@@ -27,8 +27,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from .features import error_line, feature_count
-from .tiny import TinyBuildError, sample_inputs
+from staticexec.check.features import error_line, feature_count
+from staticexec.check.tiny import TinyBuildError, sample_inputs
 
 TOKEN_FIELDS = ("audio_token_id", "audio_token_index")
 # The audio tensor a forward takes, in order of preference.

@@ -18,10 +18,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .architectures import UnknownArchitecture
-from .messages import Refused, UsageError
-from .run import outermost_targets
-from .targets import pipeline_targets, select_targets
+from staticexec.analysis.architectures import UnknownArchitecture
+from staticexec.messages import Refused, UsageError
+from staticexec.emit.run import outermost_targets
+from staticexec.emit.targets import pipeline_targets, select_targets
 
 STATUSES = ("ok", "n/a", "refused", "repeated-target", "build-failed", "run-failed", "mismatch", "error")
 
@@ -113,9 +113,9 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     """
     import torch
 
-    from . import tiny
-    from .api import analyse_architecture, load_plan
-    from .emit import Emitter
+    from staticexec.check import tiny
+    from staticexec.api import analyse_architecture, load_plan
+    from staticexec.emit.emitter import Emitter
 
     start = time.perf_counter()
     verdict = Verdict(architecture, "error")
@@ -150,7 +150,7 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     more: Iterator[dict] = iter(())  # later multimodal samples, tried when the forward refuses the first
     try:
         if mode == "multimodal":
-            from .multimodal import multimodal_samples
+            from staticexec.check.multimodal import multimodal_samples
 
             more = multimodal_samples(model)
             sample = next(more)
@@ -211,7 +211,7 @@ def chain_problem(model: Any, subgraphs: list, sample: dict, log: _CallLog, own_
     """'' when the chain reproduces `expected` exactly with each target called once, in its own subgraph."""
     import torch
 
-    from .run import run_chain
+    from staticexec.emit.run import run_chain
 
     log.calls.clear()
     with torch.no_grad():
@@ -235,7 +235,7 @@ def _own_forward(model: Any, sample: dict, log: "_CallLog", more: Iterable[dict]
 
     import torch
 
-    from . import tiny
+    from staticexec.check import tiny
 
     params = inspect.signature(model.forward).parameters
     takes_cache = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
@@ -303,7 +303,7 @@ def forward_job(arch: str, options: dict) -> dict:
     """Build the tiny model and run its own forward once (no analysis): what the tiny builder can do."""
     import torch
 
-    from . import tiny
+    from staticexec.check import tiny
 
     try:
         model = tiny.build_tiny_model(arch, attn_implementation=options.get("attn", "eager"))

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig
 
-from .architectures import UnknownArchitecture, task_architectures, model_types as model_types_of
+from staticexec.analysis.architectures import UnknownArchitecture, task_architectures, model_types as model_types_of
 
 __all__ = [
     "TinyBuildError",

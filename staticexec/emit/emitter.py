@@ -22,16 +22,16 @@ from typing import Any
 
 import libcst as cst
 
-from . import decorators as deco
-from .callgraph import calls_in, node_id
-from .evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
-from .messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
-from .observe import IfLines, SampleRun
-from .plan import Plan, statement_blocks, exits, expression_guards
-from .resolve import LocalBindings, param_names
-from .source import ClassRef, FunctionRef, load_file, location, parse_function
-from .cut import Step, build_subgraphs
-from .run import install_tripwires, outermost_targets
+from staticexec.analysis import decorators as deco
+from staticexec.analysis.callgraph import calls_in, node_id
+from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
+from staticexec.messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
+from staticexec.emit.observe import IfLines, SampleRun
+from staticexec.analysis.plan import Plan, statement_blocks, exits, expression_guards
+from staticexec.analysis.resolve import LocalBindings, param_names
+from staticexec.analysis.source import ClassRef, FunctionRef, load_file, location, parse_function
+from staticexec.emit.cut import Step, build_subgraphs
+from staticexec.emit.run import install_tripwires, outermost_targets
 
 RUNTIME = "_sx"
 # tensor methods whose result is a tensor, never None

@@ -22,7 +22,7 @@ import jedi
 _ENV = jedi.InterpreterEnvironment()
 import parso.cache
 
-from .source import SourceFile, known_module, load_file, module_for_path
+from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path
 
 
 def _save_atomically(hashed_grammar, path, item, cache_path=None) -> None:

@@ -18,8 +18,8 @@ import types
 from functools import lru_cache
 from typing import Any
 
-from .messages import Message, StaleSource
-from .source import FunctionRef
+from staticexec.messages import Message, StaleSource
+from staticexec.analysis.source import FunctionRef
 
 
 def stale_source_refusals(plan_doc: dict) -> list[Message]:

@@ -14,8 +14,8 @@ import ast
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .messages import UsageError
-from .source import ClassRef
+from staticexec.messages import UsageError
+from staticexec.analysis.source import ClassRef
 
 TASKS = {
     "causal-lm": "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES",
@@ -101,7 +101,7 @@ def find_architecture(name: str) -> Architecture:
     """The architecture of a model class name, from the first of its model types whose folder defines it."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    from .resolve import find_transformers_class
+    from staticexec.analysis.resolve import find_transformers_class
 
     model_types = _index().get(name)
     if not model_types:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from . import __version__
-from .callgraph import CallGraph, CallGraphBuilder, CallSite, FunctionAnalysis, calls_in
-from .conditions import ConditionClassifier
-from .decorators import decorator_names, unsupported_decorators
-from .messages import (
+from staticexec.version import __version__
+from staticexec.analysis.callgraph import CallGraph, CallGraphBuilder, CallSite, FunctionAnalysis, calls_in
+from staticexec.analysis.conditions import ConditionClassifier
+from staticexec.analysis.decorators import decorator_names, unsupported_decorators
+from staticexec.messages import (
     DynamicCondition,
     DynamicLoop,
     Message,
@@ -30,9 +30,9 @@ from .messages import (
     UnsupportedDecorator,
     UnsupportedStatement,
 )
-from .mutations import mutation_refusals
-from .resolve import Resolver
-from .source import ClassRef
+from staticexec.analysis.mutations import mutation_refusals
+from staticexec.analysis.resolve import Resolver
+from staticexec.analysis.source import ClassRef
 
 SCHEMA_VERSION = 2
 
@@ -421,7 +421,7 @@ def _is_generator(fn: cst.FunctionDef) -> bool:
 
 def _user_decorators(ctx, names: list[str]) -> list[str]:
     """Decorators named like a modelled one but defined outside transformers (matched by name, they'd be wrong)."""
-    from .decorators import MODELS, base_name
+    from staticexec.analysis.decorators import MODELS, base_name
 
     sf = ctx.sf
     in_transformers = sf.module.split(".")[0] == "transformers"

@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from .features import error_line, feature_count
-from .tiny import TinyBuildError, sample_inputs
+from staticexec.check.features import error_line, feature_count
+from staticexec.check.tiny import TinyBuildError, sample_inputs
 
 TOKEN_FIELDS = ("image_token_id", "image_token_index")
 # Per-token modality ids a forward may take, as the processors build them (0 text, 1 image):
@@ -176,7 +176,7 @@ def _instruction(model: Any, seed: int) -> dict:
 
 def takes_audio(model: Any) -> bool:
     """Whether the model's forward takes one of the audio inputs (`AUDIO_INPUTS`)."""
-    from .audio import AUDIO_INPUTS
+    from staticexec.check.audio import AUDIO_INPUTS
 
     return any(name in inspect.signature(model.forward).parameters for name in AUDIO_INPUTS)
 
@@ -206,7 +206,7 @@ def multimodal_samples(model: Any, *, seed: int = 0) -> Iterator[dict]:
         return
     if vision is None or token is None or not hasattr(model, "get_image_features"):
         if takes_audio(model):
-            from .audio import audio_inputs
+            from staticexec.check.audio import audio_inputs
 
             yield audio_inputs(model, seed=seed)
             return

@@ -1,6 +1,6 @@
 """The branches the sample takes when the model runs it: one traced forward, read by line events.
 
-Emission (emit.py) decides each `if` around target calls from the sample without running the
+Emission (emitter.py) decides each `if` around target calls from the sample without running the
 model, by evaluating its test (evaluate.py). Some tests can't be computed before running: the
 state of a cache the forward builds, the result of a helper. Such an `if` is decided here: the
 model runs the sample once under `sys.settrace`, tracing only the files that hold such tests,

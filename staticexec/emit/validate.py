@@ -12,8 +12,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .messages import InstanceMismatch, Refused, UsageError
-from .source import location
+from staticexec.messages import InstanceMismatch, Refused, UsageError
+from staticexec.analysis.source import location
 
 
 def check_call(model: Any, sample_input: Any, sequential_targets: Any) -> None:
@@ -59,7 +59,7 @@ def check_sample(model: Any, sample_input: Any) -> None:
 
 def check_targets(sequential_targets: Any) -> None:
     """None means the model's own defaults; otherwise a non-empty list of class names, module names
-    or `re:` patterns (staticexec.targets)."""
+    or `re:` patterns (staticexec.emit.targets)."""
     if sequential_targets is None:
         return
     if isinstance(sequential_targets, str):

@@ -1,6 +1,6 @@
-"""The package's layout: imports go down the pipeline, never up; no cycle between modules; and no
-module reaches into another's private names. Imports inside functions count too: they hide a cycle or
-an upward edge, they don't remove it.
+"""The package's layout: imports go down the pipeline, never up; no cycle between modules; no
+module reaches into another's private names; every module, public function and class says what it is
+for. Imports inside functions count too: they hide a cycle or an upward edge, they don't remove it.
 
     .venv/bin/pytest -q tests/test_layering.py
 """
@@ -122,3 +122,20 @@ def test_the_readme_layout_names_every_module():
     named = set(re.findall(r"([a-z_]+)(?:\.py|/)", layout))
     missing = sorted(m for m in _modules() if m != "__init__" and m.rpartition(".")[2] not in named)
     assert missing == [], f"README.md's Layout does not name {missing}"
+
+
+def test_every_module_public_function_and_class_has_a_docstring():
+    undocumented = []
+    for name, tree in _modules().items():
+        if not ast.get_docstring(tree):
+            undocumented.append(f"staticexec.{name}")
+        scopes = [("", tree.body)]
+        while scopes:
+            prefix, body = scopes.pop()
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                    if not ast.get_docstring(node):
+                        undocumented.append(f"staticexec.{name}:{prefix}{node.name}")
+                    if isinstance(node, ast.ClassDef):
+                        scopes.append((f"{node.name}.", node.body))
+    assert undocumented == []

@@ -41,7 +41,8 @@ def one(arch: str) -> dict:
     import torch
 
     import staticexec
-    from staticexec.check.tiny import build_tiny_model, sample_inputs
+    from staticexec.check.models import build_tiny_model
+    from staticexec.check.samples import sample_inputs
 
     torch.set_num_threads(1)
     model = build_tiny_model(arch)

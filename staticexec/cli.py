@@ -231,19 +231,20 @@ def cmd_explain(args) -> int:
 
 def cmd_emit(args) -> int:
     """`staticexec emit`: print the subgraphs emitted for a tiny model of the architecture and a sample input."""
-    from staticexec.check import tiny
+    from staticexec.check.models import build_tiny_model
+    from staticexec.check.samples import default_targets, sample_inputs
     from staticexec.api import analyse_architecture
     from staticexec.emit.emitter import Emitter
 
-    model = tiny.build_tiny_model(args.architecture, config=_load_config(args.config))
-    targets = args.targets or tiny.default_targets(model)
+    model = build_tiny_model(args.architecture, config=_load_config(args.config))
+    targets = args.targets or default_targets(model)
     plan = analyse_architecture(args.architecture, targets, config=model.config)
     if args.sample == "multimodal":
         from staticexec.check.multimodal import multimodal_samples
 
         sample = next(multimodal_samples(model))
     else:
-        sample = tiny.sample_inputs(model)
+        sample = sample_inputs(model)
     subgraphs = Emitter(plan, model, sample).emit()
     for sg in subgraphs:
         print(f"# subgraph {sg.index}: inputs {sorted(sg.input_names)} -> outputs {sorted(sg.output_names)}")

@@ -8,15 +8,16 @@ import pytest
 import torch
 
 import staticexec
-from staticexec.check import tiny
+from staticexec.check.models import build_tiny_model
+from staticexec.check.samples import sample_inputs
 from staticexec.messages import MalformedPlan, StalePlan, UsageError
 from staticexec.analysis.plan import seal
 
 
 @pytest.fixture(scope="module")
 def llama():
-    model = tiny.build_tiny_model("LlamaForCausalLM")
-    return model, tiny.sample_inputs(model)
+    model = build_tiny_model("LlamaForCausalLM")
+    return model, sample_inputs(model)
 
 
 def test_run_subgraphs_returns_what_the_model_returns(llama):
@@ -144,11 +145,12 @@ def test_a_folder_of_plans_is_used_when_current(llama, tmp_path, monkeypatch):
 def test_decorators_run_for_real_around_the_chain(extra):
     """capture_outputs, merge_with_config_defaults and can_return_tuple are the installed release's own
     wrappers: collected hidden states and attentions, and the tuple form, equal the model's."""
-    from staticexec.check import tiny
+    from staticexec.check.models import build_tiny_model
+    from staticexec.check.samples import sample_inputs
     from staticexec.check.verify import compare
 
-    model = tiny.build_tiny_model("LlamaForCausalLM", attn_implementation="eager")
-    sample = dict(tiny.sample_inputs(model), **extra)
+    model = build_tiny_model("LlamaForCausalLM", attn_implementation="eager")
+    sample = dict(sample_inputs(model), **extra)
     with torch.no_grad():
         expected = model(**sample)
         out = staticexec.run_subgraphs(model, staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"]), sample)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from staticexec.check import matrix
-from staticexec.check import tiny
+from staticexec.check.configs import model_class_for
+from staticexec.check.models import build_tiny_model
+from staticexec.check.samples import sample_inputs
 from staticexec.check.verify import verify
 
 # every test here builds tiny models of transformers' own architectures: `pytest -m "not integration"` runs the rest
@@ -36,7 +38,7 @@ def test_verify(arch, attn):
     if verdict.status == "n/a":
         # only where transformers itself refuses this attention implementation for the model
         assert attn != "eager"
-        assert not getattr(tiny.model_class_for(arch), "_supports_sdpa", True)
+        assert not getattr(model_class_for(arch), "_supports_sdpa", True)
         return
     assert verdict.status == "ok", verdict.line()
     assert verdict.subgraphs == verdict.targets_called + 1
@@ -44,8 +46,8 @@ def test_verify(arch, attn):
 
 
 def test_mistral_sliding_window_is_exercised():
-    model = tiny.build_tiny_model("MistralForCausalLM")
-    sample = tiny.sample_inputs(model)
+    model = build_tiny_model("MistralForCausalLM")
+    sample = sample_inputs(model)
     assert model.config.sliding_window < sample["input_ids"].shape[1]
 
 

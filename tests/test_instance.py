@@ -85,11 +85,12 @@ def test_accelerate_cpu_offload_of_a_tiny_llama():
     accelerate = pytest.importorskip("accelerate")
     import copy
 
-    from staticexec.check import tiny
+    from staticexec.check.models import build_tiny_model
+    from staticexec.check.samples import sample_inputs
     from staticexec.check.verify import _CallLog, _check_calls
 
-    model = tiny.build_tiny_model("LlamaForCausalLM")
-    sample = dict(tiny.sample_inputs(model), use_cache=False)
+    model = build_tiny_model("LlamaForCausalLM")
+    sample = dict(sample_inputs(model), use_cache=False)
     reference = copy.deepcopy(model)
     with torch.no_grad():
         expected = reference(**sample).logits
@@ -109,10 +110,11 @@ def test_accelerate_cpu_offload_of_a_tiny_llama():
 
 
 def test_a_forward_hook_on_a_tiny_qwen3_root_is_refused():
-    from staticexec.check import tiny
+    from staticexec.check.models import build_tiny_model
+    from staticexec.check.samples import sample_inputs
 
-    model = tiny.build_tiny_model("Qwen3ForCausalLM")
-    sample = tiny.sample_inputs(model)
+    model = build_tiny_model("Qwen3ForCausalLM")
+    sample = sample_inputs(model)
     model.register_forward_hook(lambda module, args, out: out)
     with pytest.raises(Refused) as info:
         subgraphs(model, sample, ["Qwen3DecoderLayer"])

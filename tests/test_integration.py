@@ -9,7 +9,8 @@ import pytest
 import torch
 
 import staticexec
-from staticexec.check import tiny
+from staticexec.check.models import build_tiny_model
+from staticexec.check.samples import sample_inputs
 from staticexec.llmcompressor import trace_subgraphs
 
 
@@ -20,8 +21,8 @@ def test_staticexec_never_imports_llmcompressor():
 
 @pytest.mark.parametrize("per, count", [(1, 3), (2, 2)])
 def test_trace_subgraphs_takes_the_pipelines_five_positional_arguments(per, count):
-    model = tiny.build_tiny_model("LlamaForCausalLM")
-    sample = tiny.sample_inputs(model)
+    model = build_tiny_model("LlamaForCausalLM")
+    sample = sample_inputs(model)
     subgraphs = trace_subgraphs(model, sample, ["LlamaDecoderLayer"], ["_update_causal_mask"], per)
     assert len(subgraphs) == count
     with torch.no_grad():

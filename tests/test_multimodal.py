@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from staticexec.check.multimodal import _sizes, multimodal_inputs, multimodal_samples
-from staticexec.check.tiny import build_tiny_model
+from staticexec.check.models import build_tiny_model
 from staticexec.check.verify import _CallLog, _own_forward
 
 

@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 import staticexec
-from staticexec.check import tiny
+from staticexec.check.models import build_tiny_model
+from staticexec.check.samples import sample_inputs
 from staticexec.messages import UsageError
 from staticexec.emit.targets import select_targets
 
@@ -72,8 +73,8 @@ def test_refused(targets):
 
 @pytest.fixture(scope="module")
 def llama():
-    model = tiny.build_tiny_model("LlamaForCausalLM")
-    return model, tiny.sample_inputs(model)
+    model = build_tiny_model("LlamaForCausalLM")
+    return model, sample_inputs(model)
 
 
 @pytest.mark.parametrize(

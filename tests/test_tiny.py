@@ -11,20 +11,9 @@ import torch
 import transformers
 
 from staticexec.messages import UsageError
-from staticexec.check.tiny import (
-    MAX_PARAM_MB,
-    TinyBuildError,
-    UnknownArchitecture,
-    build_tiny_model,
-    config_class_for,
-    default_targets,
-    model_class_for,
-    param_mb,
-    role,
-    sample_inputs,
-    special_token_ids,
-    tiny_config,
-)
+from staticexec.check.configs import MAX_PARAM_MB, TinyBuildError, UnknownArchitecture, config_class_for, model_class_for, role, special_token_ids, tiny_config
+from staticexec.check.models import build_tiny_model, param_mb
+from staticexec.check.samples import default_targets, sample_inputs
 
 SAMPLE_LEN = 16
 
@@ -416,7 +405,7 @@ def test_input_vocab_when_input_embeddings_unknown(monkeypatch: pytest.MonkeyPat
 
 
 def test_missing_library_noted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from staticexec.check import tiny as tiny_module
+    from staticexec.check import models as tiny_module
 
     def fails(*args: object, **kwargs: object) -> None:
         try:

@@ -28,7 +28,8 @@ import torch
 from torch import nn
 
 from staticexec.check.features import error_line, feature_count
-from staticexec.check.tiny import TinyBuildError, sample_inputs
+from staticexec.check.configs import TinyBuildError
+from staticexec.check.samples import sample_inputs
 
 TOKEN_FIELDS = ("audio_token_id", "audio_token_index")
 # The audio tensor a forward takes, in order of preference.

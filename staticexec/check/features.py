@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from staticexec.check.tiny import TinyBuildError
+from staticexec.check.configs import TinyBuildError
 
 
 def feature_count(features: Any) -> int:

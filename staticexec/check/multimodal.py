@@ -14,7 +14,7 @@ Cross-attention models (Mllama) read the image through cross-attention rather th
 placeholder embeddings: their tiled pixels, aspect ratio and text-to-tile mask are
 built as the processor would, from the vision config.
 
-Like tiny.py it builds inputs around the pipeline, for verify and `staticexec emit --sample
+Like samples.py it builds inputs around the pipeline, for verify and `staticexec emit --sample
 multimodal`; emit decides the forward's input conditions from them.
 """
 
@@ -27,7 +27,8 @@ from typing import Any
 import torch
 
 from staticexec.check.features import error_line, feature_count
-from staticexec.check.tiny import TinyBuildError, sample_inputs
+from staticexec.check.configs import TinyBuildError
+from staticexec.check.samples import sample_inputs
 
 TOKEN_FIELDS = ("image_token_id", "image_token_index")
 # Per-token modality ids a forward may take, as the processors build them (0 text, 1 image):

@@ -6,7 +6,7 @@ number of subgraphs is the number of target modules called plus one; each
 target module is called exactly once; each is called inside exactly one
 subgraph; the outputs are `torch.equal` to the model's own.
 
-It runs the whole pipeline (plan, emit, cut, `run_chain`) on tiny models (tiny.py), for the
+It runs the whole pipeline (plan, emit, cut, `run_chain`) on tiny models (configs.py, models.py, samples.py), for the
 cli, sweeps and the release matrix.
 """
 
@@ -113,20 +113,22 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     """
     import torch
 
-    from staticexec.check import tiny
+    from staticexec.check.configs import TinyBuildError
+    from staticexec.check.models import build_tiny_model, upstream_note
+    from staticexec.check.samples import default_targets, sample_inputs
     from staticexec.api import analyse_architecture, load_plan
     from staticexec.emit.emitter import Emitter
 
     start = time.perf_counter()
     verdict = Verdict(architecture, "error")
     try:
-        model = tiny.build_tiny_model(architecture, attn_implementation=attn_implementation, config=config)
-    except tiny.TinyBuildError as exc:
+        model = build_tiny_model(architecture, attn_implementation=attn_implementation, config=config)
+    except TinyBuildError as exc:
         if "does not support an attention implementation" in str(exc):
             verdict.status = "n/a"
             verdict.reason = f"{architecture} does not support attn_implementation={attn_implementation!r} in transformers"
         else:
-            verdict.status, verdict.reason = "build-failed", tiny.upstream_note(architecture, attn_implementation) + str(exc)
+            verdict.status, verdict.reason = "build-failed", upstream_note(architecture, attn_implementation) + str(exc)
         return verdict
     if targets_from == "llmcompressor" and not targets:
         declared = pipeline_targets(model)
@@ -140,7 +142,7 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
         except UsageError as exc:
             verdict.status, verdict.reason = "no-target", str(exc)
             return verdict
-    targets = targets or tiny.default_targets(model)
+    targets = targets or default_targets(model)
     verdict.targets = list(targets)
     held = {type(m).__name__ for m in model.modules()}
     missing = [t for t in targets if t not in held]
@@ -155,8 +157,8 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             more = multimodal_samples(model)
             sample = next(more)
         else:
-            sample = tiny.sample_inputs(model)
-    except tiny.TinyBuildError as exc:
+            sample = sample_inputs(model)
+    except TinyBuildError as exc:
         verdict.status, verdict.reason = "build-failed", f"no {mode} sample: {exc}"
         return verdict
     log = _CallLog(model, set(targets))
@@ -235,12 +237,12 @@ def _own_forward(model: Any, sample: dict, log: "_CallLog", more: Iterable[dict]
 
     import torch
 
-    from staticexec.check import tiny
+    from staticexec.check.samples import alternative_samples
 
     params = inspect.signature(model.forward).parameters
     takes_cache = "use_cache" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
     without_cache = takes_cache and "use_cache" not in sample
-    candidates = [sample] + tiny.alternative_samples(model)
+    candidates = [sample] + alternative_samples(model)
     if without_cache:
         candidates += [dict(c, use_cache=False) for c in candidates]
     later = (c for m in _until_error(more) for c in ([m, dict(m, use_cache=False)] if without_cache else [m]))
@@ -303,15 +305,17 @@ def forward_job(arch: str, options: dict) -> dict:
     """Build the tiny model and run its own forward once (no analysis): what the tiny builder can do."""
     import torch
 
-    from staticexec.check import tiny
+    from staticexec.check.configs import TinyBuildError
+    from staticexec.check.models import build_tiny_model, param_mb, upstream_note
+    from staticexec.check.samples import sample_inputs
 
     try:
-        model = tiny.build_tiny_model(arch, attn_implementation=options.get("attn", "eager"))
-    except (tiny.TinyBuildError, UnknownArchitecture) as exc:
-        return {"status": "build-failed", "reason": tiny.upstream_note(arch) + str(exc)}
+        model = build_tiny_model(arch, attn_implementation=options.get("attn", "eager"))
+    except (TinyBuildError, UnknownArchitecture) as exc:
+        return {"status": "build-failed", "reason": upstream_note(arch) + str(exc)}
     try:
         with torch.no_grad():
-            model(**tiny.sample_inputs(model))
+            model(**sample_inputs(model))
     except Exception as exc:
         return {"status": "run-failed", "reason": f"{type(exc).__name__}: {exc}"}
-    return {"status": "ok", "reason": "", "mb": round(tiny.param_mb(model), 2)}
+    return {"status": "ok", "reason": "", "mb": round(param_mb(model), 2)}

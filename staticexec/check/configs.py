@@ -1,4 +1,4 @@
-"""Tiny random models built from an architecture's own config class.
+"""Tiny configs: an architecture's own config class, shrunk.
 
 Every claim of support is checked by running a tiny model (DESIGN.md, "Soundness
 over coverage"), and nothing can come from the hub, so the model is built from its
@@ -15,33 +15,21 @@ import copy
 import dataclasses
 import functools
 import glob
-import inspect
 import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from typing import Any
 
-import torch
-from torch import nn
 from transformers import PretrainedConfig
 
 from staticexec.analysis.architectures import UnknownArchitecture, task_architectures, model_types as model_types_of
 
 __all__ = [
-    "TinyBuildError",
-    "UnknownArchitecture",
-    "build_tiny_model",
-    "config_class_for",
-    "default_targets",
-    "model_class_for",
-    "param_mb",
-    "role",
-    "sample_inputs",
-    "special_token_ids",
-    "tiny_config",
+    "MAX_PARAM_MB", "TinyBuildError", "UnknownArchitecture", "class_defaults", "config_class_for", "model_class_for",
+    "one_line", "role", "special_token_ids", "tiny_config",
 ]
 
 VOCAB = 256
@@ -507,7 +495,7 @@ class _Shrinker:
         try:
             tiny = _construct(cls, new, subs)
         except Exception as e:
-            raise TinyBuildError(f"{cls.__name__} rejects the tiny config: {_one_line(e)}") from e
+            raise TinyBuildError(f"{cls.__name__} rejects the tiny config: {one_line(e)}") from e
         self.kept_layers = {plan.old: plan for plan in plans}
         return tiny
 
@@ -924,7 +912,8 @@ def _ints(value: Any) -> list[int]:
     return []
 
 
-def _one_line(error: BaseException, limit: int = 300) -> str:
+def one_line(error: BaseException, limit: int = 300) -> str:
+    """An error's message on one line, cut to `limit` characters: what a failed build reports."""
     text = " ".join(str(error).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -937,14 +926,14 @@ def _default_config(cls: type[PretrainedConfig]) -> PretrainedConfig:
     encoder-decoder composite with no defaults is made of its ENCODER_DECODER_DEFAULTS.
     """
     try:
-        probe, parts = _class_defaults(cls, copy.deepcopy(REPAIRS.get(getattr(cls, "model_type", ""), {})))
+        probe, parts = class_defaults(cls, copy.deepcopy(REPAIRS.get(getattr(cls, "model_type", ""), {})))
         repairs = _repairs_for(probe)
         return cls(**{**parts, **repairs}) if repairs else probe
     except Exception as e:
-        raise TinyBuildError(f"{cls.__name__}() fails with its own defaults: {_one_line(e)}") from e
+        raise TinyBuildError(f"{cls.__name__}() fails with its own defaults: {one_line(e)}") from e
 
 
-def _class_defaults(cls: type[PretrainedConfig], kwargs: dict[str, Any]
+def class_defaults(cls: type[PretrainedConfig], kwargs: dict[str, Any]
                     ) -> tuple[PretrainedConfig, dict[str, Any]]:
     """`cls(**kwargs)`; for an encoder-decoder composite with no defaults, one made of default sub-configs.
 
@@ -982,8 +971,10 @@ def _repairs_for(config: PretrainedConfig) -> dict[str, Any]:
     return out
 
 
-def tiny_config(arch: str, config: PretrainedConfig | None = None, *, sample_len: int = 16) -> PretrainedConfig:
-    """A consistent tiny config for `arch`, from its defaults or from `config`.
+def tiny_config(arch: str, config: PretrainedConfig | None = None, *, sample_len: int = 16,
+                per_kind: int = 1) -> PretrainedConfig:
+    """A consistent tiny config for `arch`, from its defaults or from `config`, with `per_kind` layers
+    of each distinct layer kind of the full stack (two where weights are shared between them).
 
     The model's use_cache default is kept, so caches are threaded across cuts when
     verifying, and a causal-LM head runs its model as a decoder.
@@ -991,10 +982,6 @@ def tiny_config(arch: str, config: PretrainedConfig | None = None, *, sample_len
     needs: a special id outside the vocab, a window the sample can't exceed, a layer
     kind of the full stack missing from the tiny one.
     """
-    return _tiny_config(arch, config, sample_len, per_kind=1)
-
-
-def _tiny_config(arch: str, config: PretrainedConfig | None, sample_len: int, per_kind: int) -> PretrainedConfig:
     cls = config_class_for(arch)
     full = copy.deepcopy(config) if config is not None else _default_config(cls)
     shrinker = _Shrinker(sample_len, per_kind)
@@ -1060,216 +1047,6 @@ def _layer_kinds(key: str, value: Any, level: dict[str, Any]) -> set[str] | None
 # -- models and inputs -------------------------------------------------------------------
 
 
-def build_tiny_model(
-    arch: str,
-    *,
-    attn_implementation: str = "eager",
-    config: PretrainedConfig | None = None,
-    seed: int = 0,
-) -> nn.Module:
-    """A tiny float32 model in eval mode, seeded so two builds have the same weights.
-
-    Its size is measured on the meta device first, so a config that failed to shrink
-    never allocates a full-size model on a shared machine. When the model class
-    rejects a stack with one layer of each kind (weights shared between the layers
-    of a kind need two), it is built again with two of each.
-    """
-    model_class = model_class_for(arch)
-    _MISSING_LIBRARY.discard(arch)
-    cfg = tiny_config(arch, config)
-    try:
-        return _build(model_class, cfg, attn_implementation, seed)
-    except TinyBuildError as first:
-        try:
-            return _build(model_class, _tiny_config(arch, config, 16, per_kind=2), attn_implementation, seed)
-        except TinyBuildError:
-            if _import_error(first):
-                _MISSING_LIBRARY.add(arch)
-            raise first from first.__cause__
-
-
-# Architectures whose last build in this process failed on an ImportError (see upstream_note).
-_MISSING_LIBRARY: set[str] = set()
-
-
-def _import_error(error: BaseException | None) -> bool:
-    seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, ImportError):
-            return True
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
-    return False
-
-
-def _build(model_class: type, cfg: PretrainedConfig, attn_implementation: str, seed: int) -> nn.Module:
-    mb = _meta_size_mb(model_class, cfg, attn_implementation)
-    if mb is not None and mb > MAX_PARAM_MB:
-        raise TinyBuildError(f"the tiny model still has {mb:.1f} MB of parameters")
-    torch.manual_seed(seed)
-    try:
-        cfg._attn_implementation = attn_implementation
-        model = model_class._from_config(cfg, attn_implementation=attn_implementation, dtype=torch.float32)
-    except Exception as e:
-        raise TinyBuildError(f"{type(e).__name__}: {_one_line(e)}") from e
-    _open_gates(model)
-    return model.float().eval()
-
-
-def _open_gates(model: nn.Module) -> None:
-    """Give gates initialised to exactly zero a nonzero value, as a trained checkpoint has.
-
-    Mllama zeroes its cross-attention and tile-embedding gates (`tanh(gate) * x`), so a
-    random tiny model would ignore the image entirely and a wrong vision state could
-    never show in its output. Only small parameters named `*gate*` that are all zero change.
-    """
-    with torch.no_grad():
-        for name, param in model.named_parameters():
-            if "gate" in name.rpartition(".")[2] and param.numel() <= 8 and not param.any():
-                param.fill_(0.5)
-
-
-def _meta_size_mb(model_class: type, cfg: PretrainedConfig, attn_implementation: str) -> float | None:
-    try:
-        with torch.device("meta"):
-            model = model_class._from_config(
-                copy.deepcopy(cfg), attn_implementation=attn_implementation, dtype=torch.float32
-            )
-    except Exception:
-        return None
-    return param_mb(model)
-
-
-def param_mb(model: nn.Module) -> float:
-    """Parameter size in MB (10**6 bytes), counting tied weights once."""
-    unique = {id(p): p for p in model.parameters()}
-    return sum(p.numel() * p.element_size() for p in unique.values()) / 1e6
-
-
 def special_token_ids(config: PretrainedConfig) -> set[int]:
     """Every special id a config names, at any level, so samples can avoid them."""
     return {i for _, key, value in _walk(config.to_dict()) if role(key) == "token" for i in _ints(value) if i >= 0}
-
-
-def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: int = 0,
-                  codebook_rows: bool = False, provided: Iterable[str] = ()) -> dict:
-    """Random ordinary token ids with a left-padded second row, plus what forward requires.
-
-    The padding makes masking code run on every verification; special ids are avoided
-    so no image/audio placeholder logic fires without its inputs.
-    """
-    vocab = _input_vocab(model)
-    allowed = torch.tensor(sorted(set(range(vocab)) - special_token_ids(model.config)), dtype=torch.long)
-    if len(allowed) == 0:
-        raise TinyBuildError(f"every id of the {vocab}-token vocab is special")
-    generator = torch.Generator().manual_seed(seed)
-
-    def ids() -> torch.Tensor:
-        return allowed[torch.randint(len(allowed), (batch, seq_len), generator=generator)]
-
-    params = inspect.signature(model.forward).parameters
-    inputs: dict[str, Any] = {"input_ids": ids()}
-    codebooks = getattr(model.config, "num_codebooks", None)
-    if codebook_rows and isinstance(codebooks, int) and codebooks > 1:
-        # some audio-token decoders take one row of ids per codebook: (batch * num_codebooks, seq)
-        inputs["input_ids"] = allowed[torch.randint(len(allowed), (batch * codebooks, seq_len), generator=generator)]
-    if "lang_ids" in params:
-        # language-adapter models need a language; the first one serves
-        inputs["lang_ids"] = torch.zeros(batch, dtype=torch.long)
-    if "attention_mask" in params:
-        mask = torch.ones(batch, seq_len, dtype=torch.long)
-        if batch > 1:
-            mask[1, : min(2, seq_len - 1)] = 0
-        inputs["attention_mask"] = mask
-    if getattr(model.config, "is_encoder_decoder", False) and "decoder_input_ids" in params:
-        inputs["decoder_input_ids"] = ids()
-    for name, param in params.items():
-        required = param.default is inspect.Parameter.empty and param.kind in (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            inspect.Parameter.KEYWORD_ONLY,
-        )
-        if required and name not in inputs and name not in provided:
-            if not name.endswith("input_ids"):
-                raise TinyBuildError(f"{type(model).__name__}.forward requires {name!r}")
-            inputs[name] = ids()
-    return inputs
-
-
-def _input_vocab(model: nn.Module) -> int:
-    try:
-        embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
-    except NotImplementedError:  # composite models that don't say which embedding takes input_ids
-        embeddings = None
-    if isinstance(embeddings, nn.Embedding):
-        return embeddings.num_embeddings
-    return int(model.config.get_text_config().vocab_size)
-
-
-def default_targets(model: nn.Module) -> list[str]:
-    """The sequential targets a user would pick: the classes transformers won't split.
-
-    Falls back to the element class of the model's layer stack when nothing declared
-    is held; nested targets are dropped so no target call hides inside another.
-    """
-    declared: set[str] = set()
-    for module in model.modules():
-        declared.update(getattr(module, "_no_split_modules", None) or ())
-    held = {type(m).__name__ for m in model.modules()}
-    targets = declared & held or _layer_stack_class(model)
-    return sorted(_outermost(model, targets))
-
-
-def _layer_stack_class(model: nn.Module) -> set[str]:
-    best: tuple[int, str] | None = None
-    for _, module in sorted(model.named_modules(), key=lambda item: item[0]):
-        if isinstance(module, nn.ModuleList) and len(module) > 0:
-            classes = {type(m).__name__ for m in module}
-            if len(classes) == 1 and (best is None or len(module) > best[0]):
-                best = (len(module), classes.pop())
-    return {best[1]} if best else set()
-
-
-def _outermost(model: nn.Module, targets: set[str]) -> set[str]:
-    """Drop a target class only when every instance of it sits inside another target's instance."""
-    nested, outside = set(), set()
-
-    def visit(module: nn.Module, inside: str | None) -> None:
-        name = type(module).__name__
-        if name in targets:
-            (nested if inside is not None and inside != name else outside).add(name)
-        for child in module.children():
-            visit(child, inside if inside is not None else (name if name in targets else None))
-
-    visit(model, None)
-    return targets - (nested - outside)
-
-
-def alternative_samples(model: nn.Module) -> list[dict]:
-    """Other input layouts to try when the model's own forward rejects the default sample."""
-    out = []
-    codebooks = getattr(model.config, "num_codebooks", None)
-    if isinstance(codebooks, int) and codebooks > 1:
-        out.append(sample_inputs(model, codebook_rows=True))
-    return out
-
-
-def upstream_note(arch: str, attn_implementation: str = "eager", error: BaseException | None = None) -> str:
-    """Why a build failed: a missing library, or class defaults that can't build the model either.
-
-    A missing library shows as an ImportError while building: in `error`'s causes, in
-    the last failed build of `arch` in this process, or building the defaults on meta
-    (weight init that imports a library only runs off meta, so the first two count).
-    """
-    import torch
-
-    if _import_error(error) or arch in _MISSING_LIBRARY:
-        return "needs a library: "
-    try:
-        config, _ = _class_defaults(config_class_for(arch), {})
-        with torch.device("meta"):
-            model_class_for(arch)._from_config(config, attn_implementation=attn_implementation)
-    except ImportError:
-        return "needs a library: "
-    except Exception:
-        return "defaults broken upstream: "
-    return ""

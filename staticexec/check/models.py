@@ -1,0 +1,126 @@
+"""Tiny random models: an architecture's model class built from its tiny config (configs.py).
+
+A model is sized on the meta device before any weight is allocated, seeded so two builds have the
+same weights, and put in eval mode; `upstream_note` says when a failure is transformers' own.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+from transformers import PretrainedConfig
+
+from staticexec.check.configs import (MAX_PARAM_MB, TinyBuildError, class_defaults, config_class_for, model_class_for,
+                                      one_line, tiny_config)
+
+__all__ = ["build_tiny_model", "param_mb", "upstream_note"]
+
+
+def build_tiny_model(
+    arch: str,
+    *,
+    attn_implementation: str = "eager",
+    config: PretrainedConfig | None = None,
+    seed: int = 0,
+) -> nn.Module:
+    """A tiny float32 model in eval mode, seeded so two builds have the same weights.
+
+    Its size is measured on the meta device first, so a config that failed to shrink
+    never allocates a full-size model on a shared machine. When the model class
+    rejects a stack with one layer of each kind (weights shared between the layers
+    of a kind need two), it is built again with two of each.
+    """
+    model_class = model_class_for(arch)
+    _MISSING_LIBRARY.discard(arch)
+    cfg = tiny_config(arch, config)
+    try:
+        return _build(model_class, cfg, attn_implementation, seed)
+    except TinyBuildError as first:
+        try:
+            return _build(model_class, tiny_config(arch, config, sample_len=16, per_kind=2), attn_implementation, seed)
+        except TinyBuildError:
+            if _import_error(first):
+                _MISSING_LIBRARY.add(arch)
+            raise first from first.__cause__
+
+
+# Architectures whose last build in this process failed on an ImportError (see upstream_note).
+_MISSING_LIBRARY: set[str] = set()
+
+
+def _import_error(error: BaseException | None) -> bool:
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, ImportError):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _build(model_class: type, cfg: PretrainedConfig, attn_implementation: str, seed: int) -> nn.Module:
+    mb = _meta_size_mb(model_class, cfg, attn_implementation)
+    if mb is not None and mb > MAX_PARAM_MB:
+        raise TinyBuildError(f"the tiny model still has {mb:.1f} MB of parameters")
+    torch.manual_seed(seed)
+    try:
+        cfg._attn_implementation = attn_implementation
+        model = model_class._from_config(cfg, attn_implementation=attn_implementation, dtype=torch.float32)
+    except Exception as e:
+        raise TinyBuildError(f"{type(e).__name__}: {one_line(e)}") from e
+    _open_gates(model)
+    return model.float().eval()
+
+
+def _open_gates(model: nn.Module) -> None:
+    """Give gates initialised to exactly zero a nonzero value, as a trained checkpoint has.
+
+    Mllama zeroes its cross-attention and tile-embedding gates (`tanh(gate) * x`), so a
+    random tiny model would ignore the image entirely and a wrong vision state could
+    never show in its output. Only small parameters named `*gate*` that are all zero change.
+    """
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "gate" in name.rpartition(".")[2] and param.numel() <= 8 and not param.any():
+                param.fill_(0.5)
+
+
+def _meta_size_mb(model_class: type, cfg: PretrainedConfig, attn_implementation: str) -> float | None:
+    try:
+        with torch.device("meta"):
+            model = model_class._from_config(
+                copy.deepcopy(cfg), attn_implementation=attn_implementation, dtype=torch.float32
+            )
+    except Exception:
+        return None
+    return param_mb(model)
+
+
+def param_mb(model: nn.Module) -> float:
+    """Parameter size in MB (10**6 bytes), counting tied weights once."""
+    unique = {id(p): p for p in model.parameters()}
+    return sum(p.numel() * p.element_size() for p in unique.values()) / 1e6
+
+
+def upstream_note(arch: str, attn_implementation: str = "eager", error: BaseException | None = None) -> str:
+    """Why a build failed: a missing library, or class defaults that can't build the model either.
+
+    A missing library shows as an ImportError while building: in `error`'s causes, in
+    the last failed build of `arch` in this process, or building the defaults on meta
+    (weight init that imports a library only runs off meta, so the first two count).
+    """
+    import torch
+
+    if _import_error(error) or arch in _MISSING_LIBRARY:
+        return "needs a library: "
+    try:
+        config, _ = class_defaults(config_class_for(arch), {})
+        with torch.device("meta"):
+            model_class_for(arch)._from_config(config, attn_implementation=attn_implementation)
+    except ImportError:
+        return "needs a library: "
+    except Exception:
+        return "defaults broken upstream: "
+    return ""

@@ -1,0 +1,119 @@
+"""Samples and targets for a tiny model: token inputs its forward takes, and the layers a user picks.
+
+Multimodal samples (an image, audio) are built on these in multimodal.py and audio.py.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+from staticexec.check.configs import TinyBuildError, special_token_ids
+
+__all__ = ["alternative_samples", "default_targets", "sample_inputs"]
+
+
+def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: int = 0,
+                  codebook_rows: bool = False, provided: Iterable[str] = ()) -> dict:
+    """Random ordinary token ids with a left-padded second row, plus what forward requires.
+
+    The padding makes masking code run on every verification; special ids are avoided
+    so no image/audio placeholder logic fires without its inputs.
+    """
+    vocab = _input_vocab(model)
+    allowed = torch.tensor(sorted(set(range(vocab)) - special_token_ids(model.config)), dtype=torch.long)
+    if len(allowed) == 0:
+        raise TinyBuildError(f"every id of the {vocab}-token vocab is special")
+    generator = torch.Generator().manual_seed(seed)
+
+    def ids() -> torch.Tensor:
+        return allowed[torch.randint(len(allowed), (batch, seq_len), generator=generator)]
+
+    params = inspect.signature(model.forward).parameters
+    inputs: dict[str, Any] = {"input_ids": ids()}
+    codebooks = getattr(model.config, "num_codebooks", None)
+    if codebook_rows and isinstance(codebooks, int) and codebooks > 1:
+        # some audio-token decoders take one row of ids per codebook: (batch * num_codebooks, seq)
+        inputs["input_ids"] = allowed[torch.randint(len(allowed), (batch * codebooks, seq_len), generator=generator)]
+    if "lang_ids" in params:
+        # language-adapter models need a language; the first one serves
+        inputs["lang_ids"] = torch.zeros(batch, dtype=torch.long)
+    if "attention_mask" in params:
+        mask = torch.ones(batch, seq_len, dtype=torch.long)
+        if batch > 1:
+            mask[1, : min(2, seq_len - 1)] = 0
+        inputs["attention_mask"] = mask
+    if getattr(model.config, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+        inputs["decoder_input_ids"] = ids()
+    for name, param in params.items():
+        required = param.default is inspect.Parameter.empty and param.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        )
+        if required and name not in inputs and name not in provided:
+            if not name.endswith("input_ids"):
+                raise TinyBuildError(f"{type(model).__name__}.forward requires {name!r}")
+            inputs[name] = ids()
+    return inputs
+
+
+def _input_vocab(model: nn.Module) -> int:
+    try:
+        embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    except NotImplementedError:  # composite models that don't say which embedding takes input_ids
+        embeddings = None
+    if isinstance(embeddings, nn.Embedding):
+        return embeddings.num_embeddings
+    return int(model.config.get_text_config().vocab_size)
+
+
+def default_targets(model: nn.Module) -> list[str]:
+    """The sequential targets a user would pick: the classes transformers won't split.
+
+    Falls back to the element class of the model's layer stack when nothing declared
+    is held; nested targets are dropped so no target call hides inside another.
+    """
+    declared: set[str] = set()
+    for module in model.modules():
+        declared.update(getattr(module, "_no_split_modules", None) or ())
+    held = {type(m).__name__ for m in model.modules()}
+    targets = declared & held or _layer_stack_class(model)
+    return sorted(_outermost(model, targets))
+
+
+def _layer_stack_class(model: nn.Module) -> set[str]:
+    best: tuple[int, str] | None = None
+    for _, module in sorted(model.named_modules(), key=lambda item: item[0]):
+        if isinstance(module, nn.ModuleList) and len(module) > 0:
+            classes = {type(m).__name__ for m in module}
+            if len(classes) == 1 and (best is None or len(module) > best[0]):
+                best = (len(module), classes.pop())
+    return {best[1]} if best else set()
+
+
+def _outermost(model: nn.Module, targets: set[str]) -> set[str]:
+    """Drop a target class only when every instance of it sits inside another target's instance."""
+    nested, outside = set(), set()
+
+    def visit(module: nn.Module, inside: str | None) -> None:
+        name = type(module).__name__
+        if name in targets:
+            (nested if inside is not None and inside != name else outside).add(name)
+        for child in module.children():
+            visit(child, inside if inside is not None else (name if name in targets else None))
+
+    visit(model, None)
+    return targets - (nested - outside)
+
+
+def alternative_samples(model: nn.Module) -> list[dict]:
+    """Other input layouts to try when the model's own forward rejects the default sample."""
+    out = []
+    codebooks = getattr(model.config, "num_codebooks", None)
+    if isinstance(codebooks, int) and codebooks > 1:
+        out.append(sample_inputs(model, codebook_rows=True))
+    return out

@@ -88,7 +88,7 @@ class FunctionAnalysis:
     self_class: ClassRef | None
     ctx: FunctionContext
     env: dict[str, Value]
-    calls: dict[int, CallSite] = field(default_factory=dict)  # keyed by id() of the libcst Call node
+    calls: dict[cst.CSTNode, CallSite] = field(default_factory=dict)  # keyed by the libcst node (by identity)
 
 
 @dataclass
@@ -222,14 +222,14 @@ class CallGraphBuilder:
             self.graph.remove_edge(nid, old)
         for call in calls_in(ctx.node.body):
             site, edges = self._call_site(call, ctx, env, self_class)
-            analysis.calls[id(call)] = site
+            analysis.calls[call] = site
             for callee, args in edges:
                 self.graph.add_edge(nid, callee, site=site)
                 if not callee.startswith("target:"):
                     ref2, cls2 = self.refs[callee]
                     self._enqueue(ref2, cls2, args)
         for node, reason in self._hidden_uses(ctx, env):
-            analysis.calls[id(node)] = CallSite(
+            analysis.calls[node] = CallSite(
                 line=ctx.line(node), column=ctx.column(node), code=_short(ctx.code(node)), callees=(), targets=(),
                 unresolved=reason, hides_target=reason,
             )

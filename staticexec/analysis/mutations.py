@@ -75,7 +75,7 @@ def _deciding_nodes(analysis: FunctionAnalysis, reaching: set[str]) -> list[cst.
 
     def reaches(node: cst.CSTNode) -> bool:
         for call in calls_in(node):
-            site = analysis.calls.get(id(call))
+            site = analysis.calls.get(call)
             if site is not None and (site.targets or any(c in reaching for c in site.callees)):
                 return True
         return False
@@ -89,7 +89,7 @@ def _deciding_nodes(analysis: FunctionAnalysis, reaching: set[str]) -> list[cst.
         elif isinstance(node, cst.IfExp) and (reaches(node.body) or reaches(node.orelse)):
             out.append(node.test)
     for call in calls_in(analysis.ctx.node.body):
-        site = analysis.calls.get(id(call))
+        site = analysis.calls.get(call)
         if site is not None and (site.targets or any(c in reaching for c in site.callees)):
             out.append(call.func)
     return out

@@ -201,7 +201,7 @@ class FunctionPlanner:
         """The target calls and reaching-function calls in a node, each with its index among the node's calls."""
         targets, ancestors = [], []
         for index, call in enumerate(calls_in(node)):
-            site = self.a.calls.get(id(call))
+            site = self.a.calls.get(call)
             if site is None:
                 continue
             if site.targets:

@@ -76,9 +76,10 @@ class Frame:
 
 class _Rewrite(cst.CSTTransformer):
     """Rename names of one frame, replace one call by a variable, and keep one side of the
-    conditional expressions and boolean operations decided at emit time (`choose`: node id -> side)."""
+    conditional expressions and boolean operations decided at emit time (`choose`: node -> side)."""
 
-    def __init__(self, rename: dict[str, str], replace: dict[int, str] | None = None, choose: dict[int, str] | None = None) -> None:
+    def __init__(self, rename: dict[str, str], replace: dict[cst.Call, str] | None = None,
+                 choose: dict[cst.CSTNode, str] | None = None) -> None:
         self.rename = rename
         self.replace = replace or {}
         self.choose = choose or {}
@@ -98,7 +99,7 @@ class _Rewrite(cst.CSTTransformer):
 
     def leave_Call(self, original: cst.Call, updated: cst.BaseExpression) -> cst.BaseExpression:
         """Replace the chosen call by its variable."""
-        var = self.replace.get(id(original))
+        var = self.replace.get(original)
         return cst.Name(var) if var else updated
 
     def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
@@ -110,7 +111,7 @@ class _Rewrite(cst.CSTTransformer):
         return self._kept(original, updated)
 
     def _kept(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
-        side = self.choose.get(id(original))
+        side = self.choose.get(original)
         if side is None:
             return updated
         kept = getattr(updated, side)
@@ -121,19 +122,20 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
 
-# Parsed functions are cached for the life of the process (source.parse_function), so the ids of
-# their nodes are stable keys; these caches make a second emission of the same plan cheap.
+# Facts about the nodes of parsed functions, which source.parse_function keeps for the life of the
+# process; keyed by the nodes themselves (libcst nodes hash and compare by identity), so a key keeps
+# its node alive and can't stand for another. They make a second emission of the same plan cheap.
 _REWRITTEN: dict[tuple, str] = {}
-_STORED: dict[int, tuple[str, ...]] = {}
-_CALLS: dict[int, list] = {}
-_LINES: dict[int, dict[int, int]] = {}
-_EXITS: dict[int, object] = {}
+_STORED: dict[cst.CSTNode, tuple[str, ...]] = {}
+_CALLS: dict[cst.CSTNode, list] = {}
+_LINES: dict[cst.FunctionDef, dict[cst.CSTNode, int]] = {}
+_EXITS: dict[cst.CSTNode, object] = {}
 
 
-def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[int, str] | None = None,
-              choose: tuple[tuple[int, str], ...] = ()) -> str:
+def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[cst.Call, str] | None = None,
+              choose: tuple[tuple[cst.CSTNode, str], ...] = ()) -> str:
     """A statement's code with a frame's names renamed (one call replaced, decided sides kept), cached."""
-    key = (id(stmt), tuple(sorted(rename.items())), replace, choose)
+    key = (stmt, tuple(sorted(rename.items())), replace, choose)
     code = _REWRITTEN.get(key)
     if code is None:
         node = stmt.visit(_Rewrite(rename, dict([replace]) if replace else None, dict(choose)))
@@ -169,22 +171,22 @@ class _Mutated(cst.CSTVisitor):
 
 def stored_names(stmt: cst.CSTNode) -> tuple[str, ...]:
     """Names a statement assigns or changes in place: afterwards their emit-time value is unknown."""
-    names = _STORED.get(id(stmt))
+    names = _STORED.get(stmt)
     if names is None:
 
         visitor = LocalBindings()
         stmt.visit(visitor)
         mutated = _Mutated()
         stmt.visit(mutated)
-        names = _STORED[id(stmt)] = tuple(sorted(set(visitor.bindings) | mutated.names))
+        names = _STORED[stmt] = tuple(sorted(set(visitor.bindings) | mutated.names))
     return names
 
 
 def cached_calls(stmt: cst.CSTNode) -> list:
-    """The calls in a statement (`calls_in`), cached by the statement node's id."""
-    calls = _CALLS.get(id(stmt))
+    """The calls in a statement (`calls_in`), cached by the statement node."""
+    calls = _CALLS.get(stmt)
     if calls is None:
-        calls = _CALLS[id(stmt)] = calls_in(stmt)
+        calls = _CALLS[stmt] = calls_in(stmt)
     return calls
 
 
@@ -193,20 +195,20 @@ def _stmt_code(stmt: cst.CSTNode) -> str:
     return code.rstrip("\n") + "\n"
 
 
-_BOUND: dict[int, frozenset[str]] = {}
-_LOADED: dict[int, frozenset[str]] = {}
+_BOUND: dict[cst.FunctionDef, frozenset[str]] = {}
+_LOADED: dict[cst.FunctionDef, frozenset[str]] = {}
 
 
 def _bound_names(fn: cst.FunctionDef) -> frozenset[str]:
-    names = _BOUND.get(id(fn))
+    names = _BOUND.get(fn)
     if names is None:
-        names = _BOUND[id(fn)] = frozenset(_collect_bound_names(fn))
+        names = _BOUND[fn] = frozenset(_collect_bound_names(fn))
     return names
 
 
 def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
     """Every name a function reads (attribute and keyword names aside)."""
-    names = _LOADED.get(id(fn))
+    names = _LOADED.get(fn)
     if names is None:
         loaded: set[str] = set()
 
@@ -224,7 +226,7 @@ def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
 
         fn.body.visit(Loads())
         fn.params.visit(Loads())
-        names = _LOADED[id(fn)] = frozenset(loaded)
+        names = _LOADED[fn] = frozenset(loaded)
     return names
 
 
@@ -625,9 +627,9 @@ class Emitter:
                 return
             if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, (cst.Continue, cst.Break)) for s in stmt.body):
                 raise _LoopExit("break" if any(isinstance(s, cst.Break) for s in stmt.body) else "continue")
-            probe = _EXITS.get(id(stmt))
+            probe = _EXITS.get(stmt)
             if probe is None:
-                probe = _EXITS[id(stmt)] = exits(stmt)
+                probe = _EXITS[stmt] = exits(stmt)
             if probe.loop_exit:
                 raise Refused([UnsupportedStatement(frame.entry["path"], line, "`break` / `continue` in code that runs around target calls")])
             if probe.found:
@@ -691,7 +693,7 @@ class Emitter:
             return None
 
     def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
-        cache = _LINES.get(id(frame.fn))
+        cache = _LINES.get(frame.fn)
         if cache is None:
             cache = {}
             wrapper = cst.MetadataWrapper(cst.Module(body=[frame.fn]), unsafe_skip_copy=True)
@@ -700,9 +702,9 @@ class Emitter:
             positions = wrapper.resolve(PositionProvider)
             for node, pos in positions.items():
                 if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
-                    cache[id(node)] = pos.start.line + frame.line_offset
-            _LINES[id(frame.fn)] = cache
-        return cache.get(id(stmt), frame.entry["lines"][0])
+                    cache[node] = pos.start.line + frame.line_offset
+            _LINES[frame.fn] = cache
+        return cache.get(stmt, frame.entry["lines"][0])
 
     def _emit_stmt(self, frame: Frame, stmt: cst.CSTNode, line: int) -> None:
         self._add(frame, rewritten(stmt, frame.rename), line)
@@ -795,7 +797,7 @@ class Emitter:
             if guard.test is None:
                 raise Refused([UnsupportedStatement(frame.entry["path"], line, f"a reaching call inside a {guard.label}")])
             runs = guard.runs(self._decide(frame, guard.test, line))
-            choose.append((id(guard.owner), guard.side if runs else guard.other()))
+            choose.append((guard.owner, guard.side if runs else guard.other()))
             if not runs:
                 return False, tuple(choose)
         return True, tuple(choose)
@@ -825,7 +827,7 @@ class Emitter:
         self._add(frame, code, line, target=self.paths[id(module)])
         self._forget_stores(frame, stmt)
 
-    def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[int, str] | None = None, choose: tuple = ()) -> str:
+    def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[cst.Call, str] | None = None, choose: tuple = ()) -> str:
         """A reaching statement's code; `return X` becomes an assignment of the frame's result."""
         code = rewritten(stmt, frame.rename, replace, choose)
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Return):
@@ -901,7 +903,7 @@ class Emitter:
             held, where, _ = hooks
             self_var = inner.local(inner.fn.params.params[0].name.value)
             self._add(frame, f"{result} = {RUNTIME}.hooks_exit({self_var}, {held}, {result}, {where!r})\n", line)
-        self._add(frame, self._returning(frame, stmt, (id(call), result), choose), line)
+        self._add(frame, self._returning(frame, stmt, (call, result), choose), line)
         self._forget_stores(frame, stmt)
 
     def _call_kwargs(self, frame: Frame, inner: Frame, call: cst.Call, bound: bool, line: int):

@@ -18,6 +18,7 @@ from staticexec.emit.instance import check_instance
 from staticexec.messages import MalformedPlan, Refused, StalePlan, UsageError
 from staticexec.analysis.plan import SCHEMA_VERSION, Plan, build_plan, seal
 from staticexec.analysis.resolve import Resolver
+from staticexec.analysis.session import current
 from staticexec.emit.run import Subgraph, run_subgraphs
 from staticexec.analysis.source import ClassRef, FunctionRef, function_source_hash, load_module
 from staticexec.emit.targets import select_targets
@@ -168,9 +169,6 @@ def load_plan(plan: Plan | str | os.PathLike | dict) -> Plan:
     return result
 
 
-_PLANS: dict[tuple, Plan] = {}
-
-
 def _class_ref(cls: type) -> ClassRef:
     return ClassRef(cls.__module__, cls.__qualname__)
 
@@ -200,12 +198,13 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
         loaded = load_plan(plan)
     else:
         key = (_class_ref(type(model)), tuple(targets or ()), _config_key(model))
-        loaded = _PLANS.get(key)
+        plans = current().table("api.plans")  # by root class, targets and config
+        loaded = plans.get(key)
         if loaded is None:
             loaded = analyse(key[0], list(targets) if targets else None, config=getattr(model, "config", None),
                              architecture=type(model).__name__,
                              model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
-            _PLANS[key] = loaded
+            plans[key] = loaded
     check_instance(model, loaded.doc, sample_input)
     return Emitter(loaded, model, sample_input).emit(targets_per_subgraph)
 

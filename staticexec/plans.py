@@ -22,7 +22,7 @@ from typing import Any
 from staticexec.version import __version__
 from staticexec.messages import Refused, UsageError
 from staticexec.emit.validate import check_index
-from staticexec.analysis.source import ACCESSED, loaded, sha256
+from staticexec.analysis.source import accessed, loaded, sha256
 from staticexec.files import write_atomic
 
 INDEX = "index.json"
@@ -105,7 +105,7 @@ def plan_one(arch: str, out: str, cache: str | None) -> dict:
 
     entry = _cached(cache, arch) if cache else None
     if entry is None:
-        ACCESSED.clear()
+        accessed().clear()
         row: dict[str, Any]
         text = None
         try:
@@ -116,7 +116,7 @@ def plan_one(arch: str, out: str, cache: str | None) -> dict:
             row = {"status": "refused", "reason": str(exc.first)}
         except UsageError as exc:
             row = {"status": "error", "reason": str(exc)}
-        entry = {"environment": _environment_key(), "files": _file_hashes(set(ACCESSED)), "row": row, "plan": text}
+        entry = {"environment": _environment_key(), "files": _file_hashes(set(accessed())), "row": row, "plan": text}
         if cache:
             os.makedirs(os.path.dirname(_cache_path(cache, arch)), exist_ok=True)
             write_atomic(_cache_path(cache, arch), json.dumps(entry, sort_keys=True))

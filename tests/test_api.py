@@ -128,16 +128,17 @@ def test_a_folder_of_plans_is_used_when_current(llama, tmp_path, monkeypatch):
     plan = staticexec.analyse_architecture("LlamaForCausalLM", ["LlamaDecoderLayer"], config=model.config)
     (tmp_path / "LlamaForCausalLM.json").write_text(plan.to_json())
     import staticexec.api as api
+    from staticexec.analysis import session
 
     monkeypatch.setattr(api, "analyse", lambda *a, **k: (_ for _ in ()).throw(AssertionError("analysed")))
-    monkeypatch.setattr(api, "_PLANS", {})  # no plan analysed earlier in this process
-    assert len(staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))) == 3
-    doc = json.loads(plan.to_json())
-    next(iter(doc["functions"].values()))["source_hash"] = "0" * 64
-    doc["seal"] = seal(doc)  # sealed as the analysis would have: only the source differs
-    (tmp_path / "LlamaForCausalLM.json").write_text(json.dumps(doc))
-    with pytest.raises(AssertionError, match="analysed"):  # stale: falls back to the analysis
-        staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))
+    with session.isolated():  # no plan analysed earlier in this process
+        assert len(staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))) == 3
+        doc = json.loads(plan.to_json())
+        next(iter(doc["functions"].values()))["source_hash"] = "0" * 64
+        doc["seal"] = seal(doc)  # sealed as the analysis would have: only the source differs
+        (tmp_path / "LlamaForCausalLM.json").write_text(json.dumps(doc))
+        with pytest.raises(AssertionError, match="analysed"):  # stale: falls back to the analysis
+            staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(tmp_path))
 
 
 @pytest.mark.parametrize("extra", [{}, {"output_hidden_states": True},

@@ -139,3 +139,19 @@ def test_every_module_public_function_and_class_has_a_docstring():
                     if isinstance(node, ast.ClassDef):
                         scopes.append((f"{node.name}.", node.body))
     assert undocumented == []
+
+
+def test_no_module_keeps_a_cache_of_its_own():
+    """Caches belong to the analysis session (staticexec/analysis/session.py), never to a module: no
+    module-level dict, list or set starts empty to be filled later."""
+    found = []
+    for name, tree in _modules().items():
+        for node in tree.body:
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            empty_display = isinstance(value, (ast.Dict, ast.List, ast.Set)) and not (
+                getattr(value, "keys", None) or getattr(value, "elts", None))
+            empty_call = isinstance(value, ast.Call) and getattr(value.func, "id", None) in ("dict", "list", "set") \
+                and not value.args
+            if empty_display or empty_call:
+                found.append(f"staticexec.{name}:{node.lineno}")
+    assert found == []

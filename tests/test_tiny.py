@@ -405,6 +405,7 @@ def test_input_vocab_when_input_embeddings_unknown(monkeypatch: pytest.MonkeyPat
 
 
 def test_missing_library_noted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from staticexec.analysis import session
     from staticexec.check import models as tiny_module
 
     def fails(*args: object, **kwargs: object) -> None:
@@ -413,10 +414,10 @@ def test_missing_library_noted(monkeypatch: pytest.MonkeyPatch) -> None:
         except ImportError as e:
             raise TinyBuildError(f"ModuleNotFoundError: {e}") from e
 
-    monkeypatch.setattr(tiny_module, "_MISSING_LIBRARY", set())
     monkeypatch.setattr(tiny_module, "_build", fails)
-    with pytest.raises(TinyBuildError) as caught:
-        build_tiny_model("LlamaForCausalLM")
-    assert tiny_module.upstream_note("LlamaForCausalLM") == "needs a library: "
-    assert tiny_module.upstream_note("MistralForCausalLM", error=caught.value) == "needs a library: "
-    assert tiny_module.upstream_note("MistralForCausalLM") == ""
+    with session.isolated():  # nothing noted by builds earlier in this process
+        with pytest.raises(TinyBuildError) as caught:
+            build_tiny_model("LlamaForCausalLM")
+        assert tiny_module.upstream_note("LlamaForCausalLM") == "needs a library: "
+        assert tiny_module.upstream_note("MistralForCausalLM", error=caught.value) == "needs a library: "
+        assert tiny_module.upstream_note("MistralForCausalLM") == ""

@@ -22,6 +22,7 @@ import jedi
 _ENV = jedi.InterpreterEnvironment()
 import parso.cache
 
+from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path
 
 
@@ -80,6 +81,7 @@ class NameResolver:
         self._scripts: dict[str, jedi.Script] = {}
         self._answers: dict[tuple[str, str, int, int], Definition | None] = {}
         self._projects: dict[str, jedi.Project] = {}
+        self._scripts_hash: dict[str, str] = {}
 
     def _script(self, sf: SourceFile) -> jedi.Script:
         script = self._scripts.get(sf.path)
@@ -96,8 +98,6 @@ class NameResolver:
             self._scripts[sf.path] = script
             self._scripts_hash[sf.path] = sf.hash
         return script
-
-    _scripts_hash: dict[str, str] = {}
 
     def goto(self, sf: SourceFile, line: int, column: int) -> Definition | None:
         """The definition of the name at (line, column) of a file (1-based line, 0-based column)."""
@@ -137,12 +137,6 @@ def load_definition_file(defn: Definition) -> SourceFile | None:
     return load_file(defn.path, defn.module)
 
 
-_SHARED: NameResolver | None = None
-
-
 def shared_names() -> NameResolver:
-    """One resolver per process: jedi's parsed scripts and answers serve every analysis."""
-    global _SHARED
-    if _SHARED is None:
-        _SHARED = NameResolver()
-    return _SHARED
+    """The session's resolver: jedi's parsed scripts and answers serve every analysis of the session."""
+    return current().value("names.resolver", NameResolver)

@@ -23,6 +23,7 @@ import libcst as cst
 from libcst.metadata import PositionProvider
 
 from staticexec.analysis.scopes import free_called_names
+from staticexec.analysis.session import current
 from staticexec.analysis.names import Definition, load_definition_file, shared_names
 from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module, parse_function
 from staticexec.analysis.values import (
@@ -987,17 +988,15 @@ def bind_arguments(params: list[str], args: Sequence[cst.Arg]) -> list[tuple[str
     return list(zip(params, positional)) + [(a.keyword.value, i) for i, a in enumerate(args) if a.keyword is not None]
 
 
-_CONTEXTS: dict[tuple[FunctionRef, str], FunctionContext | None] = {}
-
-
 def _function_context(ref: FunctionRef) -> FunctionContext | None:
-    """A parsed function with positions and local bindings, shared by every analysis in the process."""
+    """A parsed function with positions and local bindings, shared by every analysis of the session."""
     sf = load_module(ref.module)
     if sf is None:
         return None
+    contexts = current().table("resolve.contexts")  # by function and file content
     key = (ref, sf.hash)
-    if key in _CONTEXTS:
-        return _CONTEXTS[key]
+    if key in contexts:
+        return contexts[key]
     ctx = None
     parsed = parse_function(sf, ref.qualname)
     if parsed is not None:
@@ -1020,7 +1019,7 @@ def _function_context(ref: FunctionRef) -> FunctionContext | None:
             params=param_names(parsed.node),
             locals=visitor.bindings,
         )
-    _CONTEXTS[key] = ctx
+    contexts[key] = ctx
     return ctx
 
 

@@ -18,6 +18,8 @@ from functools import lru_cache
 
 import libcst as cst
 
+from staticexec.analysis.session import current
+
 
 def sha256(text: str) -> str:
     """The hex SHA-256 of a text's UTF-8 bytes."""
@@ -109,7 +111,8 @@ def first_line(node: ast.AST) -> int:
 
 
 def _top_level_index(sf: SourceFile) -> tuple[dict[str, ast.AST], None]:
-    cached = _INDEX.get(sf.hash)
+    index = current().table("source.index")  # by content hash
+    cached = index.get(sf.hash)
     if cached is None:
         names: dict[str, ast.AST] = {}
         for node in sf.tree.body:
@@ -122,16 +125,8 @@ def _top_level_index(sf: SourceFile) -> tuple[dict[str, ast.AST], None]:
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 names[node.target.id] = node
         cached = (names, None)
-        _INDEX[sf.hash] = cached
+        index[sf.hash] = cached
     return cached
-
-
-_INDEX: dict[str, tuple[dict[str, ast.AST], None]] = {}
-_FILES: dict[str, SourceFile] = {}
-_STAMPS: dict[str, tuple[int, int]] = {}
-_BY_MODULE: dict[str, str] = {}
-# every file read since the caller last cleared it: what an analysis depended on
-ACCESSED: set[str] = set()
 
 
 def module_for_path(path: str) -> tuple[str, str]:
@@ -153,20 +148,27 @@ def module_for_path(path: str) -> tuple[str, str]:
     return ".".join(parts), rel.replace(os.sep, "/")
 
 
+def accessed() -> set[str]:
+    """Every file read in this session since the caller last cleared this set: what an analysis depended on."""
+    return current().value("source.accessed", set)
+
+
 def load_file(path: str, module: str | None = None, relpath: str | None = None) -> SourceFile:
     """Read and index a file, once per (path, content); `module` / `relpath` name files outside sys.path."""
     path = os.path.realpath(path)
     stat = os.stat(path)
     stamp = (stat.st_mtime_ns, stat.st_size)
-    cached = _FILES.get(path)
-    if cached is not None and _STAMPS.get(path) == stamp and (module is None or module == cached.module):
-        ACCESSED.add(path)
+    session = current()
+    files, stamps = session.table("source.files"), session.table("source.stamps")  # by real path
+    cached = files.get(path)
+    if cached is not None and stamps.get(path) == stamp and (module is None or module == cached.module):
+        accessed().add(path)
         return cached
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
     digest = sha256(text)
-    _STAMPS[path] = stamp
-    ACCESSED.add(path)
+    stamps[path] = stamp
+    accessed().add(path)
     if cached is not None and cached.hash == digest and (module is None or module == cached.module):
         return cached
     mod, rel = module_for_path(path)
@@ -181,8 +183,8 @@ def load_file(path: str, module: str | None = None, relpath: str | None = None) 
         tree=ast.parse(text, filename=path),
         lines=text.splitlines(),
     )
-    _FILES[path] = sf
-    _BY_MODULE[sf.module] = path
+    files[path] = sf
+    session.table("source.by_module")[sf.module] = path
     return sf
 
 
@@ -190,18 +192,18 @@ def known_module(path: str | None) -> str | None:
     """The module name a file was loaded under (fixture files get explicit names)."""
     if not path:
         return None
-    sf = _FILES.get(os.path.realpath(path))
+    sf = current().table("source.files").get(os.path.realpath(path))
     return sf.module if sf is not None else None
 
 
 def loaded(path: str) -> SourceFile | None:
     """The file already loaded from a path, if any; never reads it."""
-    return _FILES.get(os.path.realpath(path))
+    return current().table("source.files").get(os.path.realpath(path))
 
 
 def module_path(module: str) -> str | None:
     """The file of a module, found without importing it."""
-    known = _BY_MODULE.get(module)
+    known = current().table("source.by_module").get(module)
     if known is not None:
         return known
     return _spec_path(module)
@@ -238,9 +240,6 @@ class ParsedFunction:
     module: cst.Module
 
 
-_CST: dict[tuple[str, int], ParsedFunction] = {}
-
-
 def function_node(sf: SourceFile, qualname: str) -> ast.FunctionDef | None:
     """Find `func` or `Class.method` (nested classes too) in a file's ast."""
     owner, dot, name = qualname.rpartition(".")
@@ -269,7 +268,8 @@ def parse_function(sf: SourceFile, qualname: str) -> ParsedFunction | None:
     text = sf.segment(node)
     digest = sha256(text)
     key = (digest, node.lineno)
-    hit = _CST.get(key)
+    parsed_functions = current().table("source.parsed")  # by the function's source hash and line
+    hit = parsed_functions.get(key)
     if hit is not None and hit.ref == FunctionRef(sf.module, qualname):
         return hit
     module = cst.parse_module(text)
@@ -283,7 +283,7 @@ def parse_function(sf: SourceFile, qualname: str) -> ParsedFunction | None:
         source_hash=digest,
         module=module,
     )
-    _CST[key] = parsed
+    parsed_functions[key] = parsed
     return parsed
 
 

@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from transformers import PretrainedConfig
 
+from staticexec.analysis.session import current
 from staticexec.check.configs import (MAX_PARAM_MB, TinyBuildError, class_defaults, config_class_for, model_class_for,
                                       one_line, tiny_config)
 
@@ -33,7 +34,7 @@ def build_tiny_model(
     of a kind need two), it is built again with two of each.
     """
     model_class = model_class_for(arch)
-    _MISSING_LIBRARY.discard(arch)
+    _missing_library().discard(arch)
     cfg = tiny_config(arch, config)
     try:
         return _build(model_class, cfg, attn_implementation, seed)
@@ -42,12 +43,13 @@ def build_tiny_model(
             return _build(model_class, tiny_config(arch, config, sample_len=16, per_kind=2), attn_implementation, seed)
         except TinyBuildError:
             if _import_error(first):
-                _MISSING_LIBRARY.add(arch)
+                _missing_library().add(arch)
             raise first from first.__cause__
 
 
-# Architectures whose last build in this process failed on an ImportError (see upstream_note).
-_MISSING_LIBRARY: set[str] = set()
+def _missing_library() -> set[str]:
+    """Architectures whose last build in this session failed on an ImportError (see upstream_note)."""
+    return current().value("check.missing_library", set)
 
 
 def _import_error(error: BaseException | None) -> bool:
@@ -113,7 +115,7 @@ def upstream_note(arch: str, attn_implementation: str = "eager", error: BaseExce
     """
     import torch
 
-    if _import_error(error) or arch in _MISSING_LIBRARY:
+    if _import_error(error) or arch in _missing_library():
         return "needs a library: "
     try:
         config, _ = class_defaults(config_class_for(arch), {})

@@ -29,6 +29,7 @@ from staticexec.messages import DecoratorMismatch, DynamicCondition, InstanceMis
 from staticexec.emit.observe import IfLines, SampleRun
 from staticexec.analysis.plan import Plan, statement_blocks, exits, expression_guards
 from staticexec.analysis.resolve import LocalBindings, param_names
+from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, load_file, location, parse_function
 from staticexec.emit.cut import Step, build_subgraphs
 from staticexec.emit.run import install_tripwires, outermost_targets
@@ -122,25 +123,22 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
 
-# Facts about the nodes of parsed functions, which source.parse_function keeps for the life of the
-# process; keyed by the nodes themselves (libcst nodes hash and compare by identity), so a key keeps
-# its node alive and can't stand for another. They make a second emission of the same plan cheap.
-_REWRITTEN: dict[tuple, str] = {}
-_STORED: dict[cst.CSTNode, tuple[str, ...]] = {}
-_CALLS: dict[cst.CSTNode, list] = {}
-_LINES: dict[cst.FunctionDef, dict[cst.CSTNode, int]] = {}
-_EXITS: dict[cst.CSTNode, object] = {}
+def _facts(name: str) -> dict:
+    """Facts about the nodes of parsed functions, kept by the analysis session (as the parsed functions
+    themselves are) and keyed by the nodes (libcst nodes hash and compare by identity), so a key keeps
+    its node alive and can't stand for another. They make a second emission of the same plan cheap."""
+    return current().table(f"emit.{name}")
 
 
 def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[cst.Call, str] | None = None,
               choose: tuple[tuple[cst.CSTNode, str], ...] = ()) -> str:
     """A statement's code with a frame's names renamed (one call replaced, decided sides kept), cached."""
     key = (stmt, tuple(sorted(rename.items())), replace, choose)
-    code = _REWRITTEN.get(key)
+    code = _facts("rewritten").get(key)
     if code is None:
         node = stmt.visit(_Rewrite(rename, dict([replace]) if replace else None, dict(choose)))
         code = _stmt_code(node)
-        _REWRITTEN[key] = code
+        _facts("rewritten")[key] = code
     return code
 
 
@@ -171,22 +169,22 @@ class _Mutated(cst.CSTVisitor):
 
 def stored_names(stmt: cst.CSTNode) -> tuple[str, ...]:
     """Names a statement assigns or changes in place: afterwards their emit-time value is unknown."""
-    names = _STORED.get(stmt)
+    names = _facts("stored").get(stmt)
     if names is None:
 
         visitor = LocalBindings()
         stmt.visit(visitor)
         mutated = _Mutated()
         stmt.visit(mutated)
-        names = _STORED[stmt] = tuple(sorted(set(visitor.bindings) | mutated.names))
+        names = _facts("stored")[stmt] = tuple(sorted(set(visitor.bindings) | mutated.names))
     return names
 
 
 def cached_calls(stmt: cst.CSTNode) -> list:
     """The calls in a statement (`calls_in`), cached by the statement node."""
-    calls = _CALLS.get(stmt)
+    calls = _facts("calls").get(stmt)
     if calls is None:
-        calls = _CALLS[stmt] = calls_in(stmt)
+        calls = _facts("calls")[stmt] = calls_in(stmt)
     return calls
 
 
@@ -195,20 +193,16 @@ def _stmt_code(stmt: cst.CSTNode) -> str:
     return code.rstrip("\n") + "\n"
 
 
-_BOUND: dict[cst.FunctionDef, frozenset[str]] = {}
-_LOADED: dict[cst.FunctionDef, frozenset[str]] = {}
-
-
 def _bound_names(fn: cst.FunctionDef) -> frozenset[str]:
-    names = _BOUND.get(fn)
+    names = _facts("bound").get(fn)
     if names is None:
-        names = _BOUND[fn] = frozenset(_collect_bound_names(fn))
+        names = _facts("bound")[fn] = frozenset(_collect_bound_names(fn))
     return names
 
 
 def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
     """Every name a function reads (attribute and keyword names aside)."""
-    names = _LOADED.get(fn)
+    names = _facts("loaded").get(fn)
     if names is None:
         loaded: set[str] = set()
 
@@ -226,7 +220,7 @@ def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
 
         fn.body.visit(Loads())
         fn.params.visit(Loads())
-        names = _LOADED[fn] = frozenset(loaded)
+        names = _facts("loaded")[fn] = frozenset(loaded)
     return names
 
 
@@ -627,9 +621,9 @@ class Emitter:
                 return
             if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, (cst.Continue, cst.Break)) for s in stmt.body):
                 raise _LoopExit("break" if any(isinstance(s, cst.Break) for s in stmt.body) else "continue")
-            probe = _EXITS.get(stmt)
+            probe = _facts("exits").get(stmt)
             if probe is None:
-                probe = _EXITS[stmt] = exits(stmt)
+                probe = _facts("exits")[stmt] = exits(stmt)
             if probe.loop_exit:
                 raise Refused([UnsupportedStatement(frame.entry["path"], line, "`break` / `continue` in code that runs around target calls")])
             if probe.found:
@@ -693,7 +687,7 @@ class Emitter:
             return None
 
     def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
-        cache = _LINES.get(frame.fn)
+        cache = _facts("lines").get(frame.fn)
         if cache is None:
             cache = {}
             wrapper = cst.MetadataWrapper(cst.Module(body=[frame.fn]), unsafe_skip_copy=True)
@@ -703,7 +697,7 @@ class Emitter:
             for node, pos in positions.items():
                 if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
                     cache[node] = pos.start.line + frame.line_offset
-            _LINES[frame.fn] = cache
+            _facts("lines")[frame.fn] = cache
         return cache.get(stmt, frame.entry["lines"][0])
 
     def _emit_stmt(self, frame: Frame, stmt: cst.CSTNode, line: int) -> None:

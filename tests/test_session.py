@@ -1,0 +1,31 @@
+"""The analysis session owns every cache: an analysis fills it, a new session starts empty, and
+`isolated()` gives the block its own and leaves the one before untouched."""
+
+from __future__ import annotations
+
+import staticexec
+from staticexec.analysis import session
+from staticexec.analysis.source import load_module
+
+
+def test_an_analysis_fills_the_session_and_a_new_session_starts_empty():
+    with session.isolated() as own:
+        assert own.sizes() == {}
+        staticexec.analyse_architecture("LlamaForCausalLM", ["LlamaDecoderLayer"])
+        sizes = own.sizes()
+        for table in ("source.files", "source.parsed", "resolve.contexts"):
+            assert sizes[table] > 0, table
+        assert session.reset().sizes() == {} and session.current() is not own
+    assert session.current() is not own
+
+
+def test_isolated_leaves_the_session_before_it_untouched():
+    outer = session.current()
+    sf = load_module("staticexec.version")
+    before = outer.sizes()
+    with session.isolated() as inner:
+        assert inner is session.current() and inner is not outer
+        again = load_module("staticexec.version")
+        assert again is not sf and again.hash == sf.hash  # read again: the new session had no copy
+    assert session.current() is outer and outer.sizes() == before
+    assert load_module("staticexec.version") is sf

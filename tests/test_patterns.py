@@ -124,7 +124,7 @@ def _without_versions(text: str, path: str) -> str:
 
 def test_a_branch_decided_from_a_shape_is_checked_when_the_subgraphs_run():
     """input_shape_condition: emitted for one image, run on none: the chain stops instead of skipping the call."""
-    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.runtime import BranchMismatch
     from staticexec.emit.run import run_subgraphs
 
     fx = next(f for f in FIXTURES if f.name == "input_shape_condition")
@@ -142,7 +142,7 @@ def test_a_branch_decided_from_a_shape_is_checked_when_the_subgraphs_run():
 def test_a_branch_decided_from_an_input_is_checked_when_the_subgraphs_run():
     """input_presence_condition: emitted with `extra=None`, run with a tensor: BranchMismatch, not a skipped call;
     run without the key the sample had: a ContractError, not a silent default."""
-    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.runtime import BranchMismatch
     from staticexec.emit.run import ContractError, run_subgraphs
 
     fx = next(f for f in FIXTURES if f.name == "input_presence_condition")

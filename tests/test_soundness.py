@@ -39,7 +39,7 @@ def test_a_conditional_expression_decided_from_an_input_is_checked_when_the_subg
     import torch
 
     from staticexec.api import subgraphs
-    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.runtime import BranchMismatch
     from staticexec.emit.run import run_subgraphs
 
     case = next(c for c in CASES if c.name == "ifexp_input_in_helper_not_taken")
@@ -56,7 +56,7 @@ def test_an_and_operand_decided_from_an_input_is_checked_when_the_subgraphs_run(
     import torch
 
     from staticexec.api import subgraphs
-    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.runtime import BranchMismatch
     from staticexec.emit.run import run_subgraphs
 
     case = next(c for c in CASES if c.name == "boolop_input_condition_taken")
@@ -75,7 +75,7 @@ def test_a_branch_read_off_the_models_own_forward_is_checked_when_the_subgraphs_
     import torch
 
     from staticexec.api import subgraphs
-    from staticexec.analysis.decorators import BranchMismatch
+    from staticexec.emit.runtime import BranchMismatch
     from staticexec.emit.run import run_subgraphs
 
     case = next(c for c in CASES if c.name == "observed_cache_condition")

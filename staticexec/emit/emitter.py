@@ -4,7 +4,7 @@ Static and input conditions are decided, loops over target containers are
 unrolled (their length comes from the instance), reaching calls are inlined
 (parameters bound from the call's keyword dict, locals renamed `name__k`,
 `return` turned into an assignment, decorators modelled by the helpers in
-decorators.py), and the resulting straight-line program is cut before each
+runtime.py), and the resulting straight-line program is cut before each
 target call. Opaque statements are copied from the model's source.
 
 Emission reads function sources through the plan's paths and hashes; it
@@ -23,6 +23,7 @@ from typing import Any
 import libcst as cst
 
 from staticexec.analysis import decorators as deco
+from staticexec.emit import runtime
 from staticexec.analysis.callgraph import calls_in, node_id
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
 from staticexec.messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
@@ -332,7 +333,7 @@ class Emitter:
         self.targets = set(plan.targets)
         self.steps: list[Step] = []
         self.frames = 0
-        self.globals: dict[str, Any] = {RUNTIME: deco}
+        self.globals: dict[str, Any] = {RUNTIME: runtime}
         self.paths = {id(m): name for name, m in model.named_modules(remove_duplicate=False)}
         self._parsed: dict[str, tuple[cst.FunctionDef, int]] = {}
         self.called_targets: list[str] = []
@@ -474,7 +475,7 @@ class Emitter:
             d_alias, f_alias, decorator, function = self._decorator_objects(frame, i)
             where = self._origin(frame, start)
             try:
-                predicted = deco.predict_keywords(frame.self_obj, dict(kw_values), decorator, function, where)
+                predicted = runtime.predict_keywords(frame.self_obj, dict(kw_values), decorator, function, where)
             except Exception as exc:  # the wrapper refused what emission knows of the call
                 raise Refused([DecoratorMismatch(frame.entry["path"], start, f"@{decorators[i]} could not run on "
                                                     f"the call's keywords: {type(exc).__name__}: {exc}")]) from exc

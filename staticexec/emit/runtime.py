@@ -1,0 +1,279 @@
+"""What emitted subgraphs call at run time (the `_sx` name in their globals).
+
+When a decorated forward is inlined, its wrapper does not run around the
+body: the body is spread over several subgraphs. staticexec runs the *real*
+decorator instead, the object the module built on import, in three parts,
+so that nothing depends on one transformers release's internals:
+
+- `wrapper_enter` calls the decorator's wrapper around a probe that stands
+  for the function. The wrapper does everything it does before the call; the
+  probe records the keywords it is passed, the context variables and the
+  attributes of `self` and `self.config` that the wrapper changed, and stops
+  the wrapper (its `finally` clauses run, so nothing stays changed).
+- `wrapper_scope` re-applies those context variables and attributes around
+  every subgraph's part of the body, and undoes them after.
+- `wrapper_exit` calls the wrapper again, with the same keywords, around a
+  stand-in that returns the body's result; what the body added to a container
+  the wrapper published in a context variable (capture_outputs' collector) is
+  moved into the container of this second call first.
+
+Besides the decorator models it holds `expect_branch`, the check of a branch that was decided from
+the sample when the subgraphs were emitted, and `hooks_enter` / `hooks_exit`, the forward hooks of
+an inlined module run as torch would. Which decorators are modelled is analysis/decorators.py.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+class DecoratorMismatch(RuntimeError):
+    """A decorator's wrapper does not behave as the model of docs/decorators.md requires."""
+
+
+class _Suspend(BaseException):
+    """Raised by the probe to stop a wrapper at its call of the function (not caught by `except Exception`)."""
+
+
+_ABSENT = object()
+
+
+def _stand_in(fn: Callable, body: Callable) -> Callable:
+    body.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    body.__name__ = fn.__name__
+    body.__qualname__ = fn.__qualname__
+    return body
+
+
+def _call(wrapped: Callable, self: Any, kw: dict) -> Any:
+    return wrapped(self, **kw) if self is not None else wrapped(**kw)
+
+
+def _watched(self: Any) -> list:
+    """The objects whose attributes a wrapper may set for the length of the call: `self` and its config."""
+    out = []
+    for obj in (self, getattr(self, "config", None)):
+        if obj is not None and hasattr(obj, "__dict__") and all(obj is not o for o in out):
+            out.append(obj)
+    return out
+
+
+@dataclass
+class WrapperState:
+    """What a wrapper did before its call of the function, kept for the subgraphs that run the body."""
+
+    where: str
+    passed: dict  # the keywords the wrapper was called with
+    context: dict  # context variable -> the value the wrapper set
+    attributes: list  # (object, attribute, value or _ABSENT) the wrapper set or deleted
+
+
+def _run_to_call(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> tuple[dict, dict, list]:
+    """Run the real wrapper up to its call of the function; the keywords, context and attributes it had then."""
+    watched = _watched(self)
+    before = [dict(vars(o)) for o in watched]
+    context_before = contextvars.copy_context()
+    seen: list = []
+
+    def probe(*args: Any, **kwargs: Any) -> Any:
+        context = contextvars.copy_context()
+        changed = {v: context[v] for v in context if context_before.get(v, _ABSENT) is not context[v]}
+        attributes = []
+        for obj, old in zip(watched, before):
+            now = vars(obj)
+            for key in sorted(set(old) | set(now)):
+                if old.get(key, _ABSENT) is not now.get(key, _ABSENT):
+                    attributes.append((obj, key, now.get(key, _ABSENT)))
+        seen.append((args, kwargs, changed, attributes))
+        raise _Suspend
+
+    try:
+        _call(decorator(_stand_in(fn, probe)), self, kw)
+    except _Suspend:
+        pass
+    if len(seen) != 1:
+        raise DecoratorMismatch(f"{where}: the decorator's wrapper did not call the function exactly once")
+    args, kwargs, context, attributes = seen[0]
+    if args[1 if self is not None else 0 :]:
+        raise DecoratorMismatch(f"{where}: the decorator's wrapper passes positional arguments to the function")
+    return kwargs, context, attributes
+
+
+def wrapper_enter(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> WrapperState:
+    """Run the wrapper's part before the call; `kw` becomes the keywords it passes to the function."""
+    passed = dict(kw)
+    kwargs, context, attributes = _run_to_call(self, kw, decorator, fn, where)
+    kw.clear()
+    kw.update(kwargs)
+    return WrapperState(where, passed, context, attributes)
+
+
+def predict_keywords(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> dict:
+    """The keywords the wrapper passes on, for what emission knows about the call's keywords.
+
+    Values emission does not know exactly travel as opaque placeholders and come back as they were.
+    """
+    held = {k: _Held(v) if not _plain(v) else v for k, v in kw.items()}
+    kwargs, _, _ = _run_to_call(self, held, decorator, fn, where)
+    return {k: v.value if isinstance(v, _Held) else v for k, v in kwargs.items()}
+
+
+class _Held:
+    """A keyword value emission knows only abstractly (present, of some shape, unknown)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _plain(value: object) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    return isinstance(value, (tuple, list)) and all(_plain(v) for v in value)
+
+
+class wrapper_scope:
+    """Re-apply what a wrapper set for the call while a subgraph runs part of the body."""
+
+    __slots__ = ("state", "tokens", "saved")
+
+    def __init__(self, state: WrapperState) -> None:
+        self.state = state
+
+    def __enter__(self) -> None:
+        self.saved = []
+        for obj, key, value in self.state.attributes:
+            attrs = vars(obj)
+            self.saved.append((obj, key, attrs.get(key, _ABSENT)))
+            _put(attrs, key, value)
+        self.tokens = [(var, var.set(value)) for var, value in self.state.context.items()]
+
+    def __exit__(self, *exc: object) -> None:
+        for var, token in reversed(self.tokens):
+            var.reset(token)
+        for obj, key, value in reversed(self.saved):
+            _put(vars(obj), key, value)
+
+
+def _put(attrs: dict, key: str, value: object) -> None:
+    if value is _ABSENT:
+        attrs.pop(key, None)
+    else:
+        attrs[key] = value
+
+
+def wrapper_exit(self: Any, state: WrapperState, output: Any, decorator: Callable, fn: Callable) -> Any:
+    """The wrapper's result: the real wrapper called again, with the same keywords, around the body's result."""
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        context = contextvars.copy_context()
+        for var, kept in state.context.items():
+            fresh = context.get(var, _ABSENT)
+            if fresh is not kept and fresh is not _ABSENT:
+                _transfer(fresh, kept, state.where)
+        return output
+
+    return _call(decorator(_stand_in(fn, stand_in)), self, dict(state.passed))
+
+
+def _transfer(fresh: Any, kept: Any, where: str) -> None:
+    """Give the container a wrapper published for this call what the body added to the first one."""
+    if isinstance(fresh, dict) and isinstance(kept, dict):
+        fresh.clear()
+        fresh.update(kept)
+    elif isinstance(fresh, list) and isinstance(kept, list):
+        fresh[:] = kept
+    elif kept is not None:
+        raise DecoratorMismatch(f"{where}: the decorator keeps a {type(kept).__name__} in a context variable, "
+                                "which staticexec can't carry between subgraphs")
+
+
+class AutogradContext:
+    """Stands in for the `ctx` of an inlined `torch.autograd.Function.forward`.
+
+    Subgraphs run the function's forward directly (calibration runs without
+    gradients), so what the forward stores for its backward is kept and unused.
+    """
+
+    def save_for_backward(self, *tensors: Any) -> None:
+        """Keep the tensors as `saved_tensors`, as torch's context does."""
+        self.saved_tensors = tensors
+
+    def mark_dirty(self, *tensors: Any) -> None:
+        """Do nothing: no backward runs."""
+        pass
+
+    def mark_non_differentiable(self, *tensors: Any) -> None:
+        """Do nothing: no backward runs."""
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        """Do nothing: no backward runs."""
+        pass
+
+
+class BranchMismatch(RuntimeError):
+    """The inputs take another branch than the one the subgraphs were emitted for."""
+
+
+def expect_branch(taken: bool, expected: bool, where: str, test: str) -> None:
+    """Run-time check of a branch decided from the sample (its inputs, shapes, the config) at emit time."""
+    if taken != expected:
+        raise BranchMismatch(
+            f"{where}: `{test}` is {taken} for these inputs but was {expected} for the sample the subgraphs "
+            "were emitted for; emit them again for inputs like these"
+        )
+
+
+class HookMismatch(RuntimeError):
+    """A module whose forward is inlined into the subgraphs has hooks that can't be run as torch would."""
+
+
+def _forward_hooks(module: Any) -> list:
+    """(hook, with_kwargs) for the forward hooks torch would run after `module`'s forward, in its order."""
+    from torch.nn.modules import module as torch_module
+
+    glob = torch_module._global_forward_hooks
+    return ([(h, k in torch_module._global_forward_hooks_with_kwargs) for k, h in glob.items()]
+            + [(h, k in module._forward_hooks_with_kwargs) for k, h in module._forward_hooks.items()])
+
+
+def hooks_enter(module: Any, kw: dict, n_positional: int, where: str) -> tuple | None:
+    """At the start of an inlined module call: the call's arguments when forward hooks will need them.
+
+    `kw` is the call's arguments by parameter name, the first `n_positional` of them passed by
+    position (as torch gives them to a hook in `args`), the rest by keyword.
+
+    Hooks may be added after the subgraphs were emitted (transformers adds its output-capturing
+    hooks on the first call that asks for hidden states), so they are looked up when the
+    subgraph runs. A forward pre-hook, which may change the arguments the inlined body already
+    took, is refused."""
+    from torch.nn.modules import module as torch_module
+
+    if module._forward_pre_hooks or torch_module._global_forward_pre_hooks:
+        raise HookMismatch(f"{where}: {type(module).__name__} has a forward pre-hook, but its forward is inlined "
+                           "into the subgraphs, so the hook would not run")
+    if not _forward_hooks(module):
+        return None
+    values = list(kw.items())
+    return tuple(v for _, v in values[:n_positional]), dict(values[n_positional:])
+
+
+def hooks_exit(module: Any, held: tuple | None, result: Any, where: str) -> Any:
+    """At the end of an inlined module call: its forward hooks run on the result, as `module(...)` runs them."""
+    hooks = _forward_hooks(module)
+    if not hooks:
+        return result
+    if held is None:
+        raise HookMismatch(f"{where}: a forward hook was added to {type(module).__name__} while its inlined forward "
+                           "ran, so the call's arguments were not kept for it")
+    args, kwargs = held
+    for hook, with_kwargs in hooks:
+        out = hook(module, args, kwargs, result) if with_kwargs else hook(module, args, result)
+        if out is not None:
+            result = out
+    return result

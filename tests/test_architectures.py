@@ -90,11 +90,12 @@ def test_a_layer_called_twice_by_design_is_reported():
 # (the same list the release matrix runs on every release)
 # Mistral3's tiny Pixtral tower takes its full-size image (about 80 s of eager attention on 2 cores): it runs
 # with the slow sweeps (`make verify`) and in the release matrix, not in `make test`
-VISION_AND_TEXT = [pytest.param(*case, marks=pytest.mark.slow) if case[0] == "Mistral3ForConditionalGeneration"
-                   else case for case in matrix.VISION_AND_TEXT]
+VISION_AND_TEXT = matrix.VISION_AND_TEXT
+SLOW = {"Mistral3ForConditionalGeneration"}
 
 
-@pytest.mark.parametrize("arch, vision, text", VISION_AND_TEXT, ids=[a for a, _, _ in matrix.VISION_AND_TEXT])
+@pytest.mark.parametrize("arch, vision, text", [pytest.param(*case, marks=pytest.mark.slow) if case[0] in SLOW else case
+                                                for case in VISION_AND_TEXT], ids=[a for a, _, _ in VISION_AND_TEXT])
 def test_vision_and_text_layers_as_targets_together(arch, vision, text):
     verdict = verify(arch, targets=vision + text, sample="multimodal")
     assert verdict.status == "ok", verdict.line()

@@ -14,8 +14,7 @@ def test_the_cases_are_the_tested_groups_and_a_fixed_sample():
     assert len(cases) == 14 + 12 + 4 + 40
     assert [c.arch for c in cases if c.group == "foundation"] == test_architectures.ARCHITECTURES
     vlm = [(c.arch, c.sample, set(c.targets)) for c in cases if c.group == "vision-and-text"]
-    tested = [getattr(case, "values", case) for case in test_architectures.VISION_AND_TEXT]  # a pytest.param too
-    assert vlm == [(a, "multimodal", set(v + t)) for a, v, t in tested]
+    assert vlm == [(a, "multimodal", set(v + t)) for a, v, t in test_architectures.VISION_AND_TEXT]
     assert {c.arch for c in cases if c.group == "encoder-decoder"} == {
         "BartForConditionalGeneration", "T5ForConditionalGeneration", "WhisperForConditionalGeneration",
         "Speech2TextForConditionalGeneration"}

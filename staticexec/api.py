@@ -16,13 +16,14 @@ from staticexec.analysis.architectures import Architecture, find_architecture, n
 from staticexec.emit.emitter import Emitter
 from staticexec.emit.instance import check_instance
 from staticexec.messages import MalformedPlan, Refused, StalePlan, UsageError
-from staticexec.analysis.plan import SCHEMA_VERSION, Plan, build_plan, seal
+from staticexec.analysis.plan import Plan
+from staticexec.analysis.planner import build_plan
 from staticexec.analysis.resolve import Resolver
 from staticexec.analysis.session import current
 from staticexec.emit.run import Subgraph, run_subgraphs
 from staticexec.analysis.source import ClassRef, FunctionRef, function_source_hash, load_module
 from staticexec.emit.targets import select_targets
-from staticexec.emit.validate import check_call, plan_problem
+from staticexec.emit.validate import check_call
 from staticexec.analysis.values import Container, Instance
 
 __all__ = ["analyse", "analyse_architecture", "default_targets", "load_plan", "subgraphs", "run_subgraphs", "Subgraph"]
@@ -122,35 +123,22 @@ def analyse_architecture(name: str, targets: list[str] | None = None, config: An
     return analyse(arch.cls, targets, config=config, architecture=name, model_types=[model_type])
 
 
-def _validate(doc: Any, where: str) -> Plan:
-    problem = plan_problem(doc)
-    if problem:
-        raise MalformedPlan(f"{where}: {problem}")
-    if doc["schema"] != SCHEMA_VERSION:
-        raise MalformedPlan(f"{where}: plan schema {doc['schema']} is not the supported {SCHEMA_VERSION}")
-    if doc.get("seal") != seal(doc):
-        raise MalformedPlan(f"{where}: " + ("edited after staticexec wrote it (its `seal` does not match its content)"
-                                            if "seal" in doc else "no `seal`: not written by `staticexec plan`")
-                            + "; write it again with `staticexec plan`")
-    return Plan(doc)
-
-
 def stale_functions(plan: Plan) -> list[str]:
     """Functions whose installed source differs from the one the plan was made for."""
     out = []
-    for entry in plan.doc["functions"].values():
-        ref = FunctionRef.parse(entry["function"])
+    for fn in plan.functions.values():
+        ref = FunctionRef.parse(fn.function)
         sf = load_module(ref.module)
         digest = function_source_hash(sf, ref.qualname) if sf else None
-        if digest != entry["source_hash"]:
-            out.append(f"{entry['path']}:{entry['lines'][0]} {ref.qualname}")
+        if digest != fn.source_hash:
+            out.append(f"{fn.path}:{fn.lines[0]} {ref.qualname}")
     return out
 
 
 def load_plan(plan: Plan | str | os.PathLike | dict) -> Plan:
     """Load and validate a plan; refuse a malformed or stale one with a one-line reason."""
     if isinstance(plan, Plan):
-        doc, where = plan.doc, plan.architecture
+        doc, where = plan.to_dict(), plan.architecture
     elif isinstance(plan, dict):
         doc, where = plan, "plan"
     else:
@@ -162,7 +150,7 @@ def load_plan(plan: Plan | str | os.PathLike | dict) -> Plan:
             raise UsageError(f"{where}: {exc.strerror}") from exc
         except json.JSONDecodeError as exc:
             raise MalformedPlan(f"{where}: not JSON ({exc.msg} at line {exc.lineno})") from exc
-    result = _validate(doc, where)
+    result = Plan.from_json(doc, where)
     stale = stale_functions(result)
     if stale:
         raise StalePlan(f"{where}: stale, the installed source changed: {stale[0]}" + (f" (+{len(stale) - 1} more)" if len(stale) > 1 else ""))
@@ -205,7 +193,7 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
                              architecture=type(model).__name__,
                              model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
             plans[key] = loaded
-    check_instance(model, loaded.doc, sample_input)
+    check_instance(model, loaded, sample_input)
     return Emitter(loaded, model, sample_input).emit(targets_per_subgraph)
 
 
@@ -216,7 +204,7 @@ def shipped_plans() -> str | None:
     """The folder of plans shipped in the package for the installed transformers release, if any.
 
     STATICEXEC_SHIPPED_PLANS=0 turns them off (the analysis always runs)."""
-    from staticexec.analysis.plan import transformers_version
+    from staticexec.version import transformers_version
 
     if os.environ.get("STATICEXEC_SHIPPED_PLANS", "1") == "0":
         return None
@@ -233,10 +221,10 @@ def _committed_plan(folder: str, model: Any, targets: tuple[str, ...] | None) ->
         plan = load_plan(path)
     except UsageError:  # stale or malformed: the analysis runs instead
         return None
-    if targets and sorted(targets) != plan.targets:
+    if targets and sorted(targets) != plan.target_names:
         return None
     model_type = getattr(getattr(model, "config", None), "model_type", None)
-    if model_type and plan.doc.get("model_types") and model_type not in plan.doc["model_types"]:
+    if model_type and plan.model_types and model_type not in plan.model_types:
         return None
     return plan
 

@@ -178,8 +178,7 @@ def cmd_plan(args) -> int:
     _check_requested(args.targets, plan)
     path = os.path.join(args.out, f"{args.architecture}.json")
     write_atomic(path, plan.to_json())
-    n = len(plan.doc["functions"])
-    print(f"{path}: {n} reaching functions, targets {', '.join(plan.targets)}")
+    print(f"{path}: {len(plan.functions)} reaching functions, targets {', '.join(plan.target_names)}")
     return 0
 
 
@@ -188,7 +187,7 @@ def _plan_all(args) -> int:
 
     from staticexec import sweep
     from staticexec.analysis.architectures import all_generative
-    from staticexec.analysis.plan import transformers_version
+    from staticexec.version import transformers_version
     from staticexec.plans import CACHE_DIR, plan_job, write_index
 
     if args.architecture or args.targets or args.config:
@@ -213,7 +212,7 @@ def _plan_all(args) -> int:
 
 def _check_requested(requested: list[str] | None, plan) -> None:
     if requested:
-        unseen = sorted(set(requested) - set(plan.doc["targets"]))
+        unseen = sorted(set(requested) - set(plan.targets))
         if unseen:
             raise UsageError(f"target class {', '.join(unseen)} is not called from {plan.architecture}")
 
@@ -288,7 +287,7 @@ def _verify_all(args) -> int:
     from staticexec import sweep
     from staticexec.check.verify import sweep_job
     from staticexec.analysis.architectures import task_architectures
-    from staticexec.analysis.plan import transformers_version
+    from staticexec.version import transformers_version
 
     if args.architectures or args.targets or args.config:
         raise UsageError("--all verifies every architecture with its default targets and config")

@@ -17,40 +17,29 @@ def _label(node: str) -> str:
     return f"{qual}\\n{module.rsplit('.', 1)[-1]}"
 
 
-def _walk(statements: list[dict]):
-    for s in statements:
-        if s["kind"] in ("target", "ancestor"):
-            yield s
-        for block in ("body", "orelse"):
-            yield from _walk(s.get(block, []))
-
-
 def to_dot(plan: Plan) -> str:
     """DOT text: reaching functions as boxes, targets as filled ellipses, edges labelled file:line."""
-    doc = plan.doc
     lines = [
-        f'digraph "{doc["architecture"]}" {{',
+        f'digraph "{plan.architecture}" {{',
         "  rankdir=TB;",
         '  node [shape=box, fontname="Helvetica", fontsize=10];',
         '  edge [fontname="Helvetica", fontsize=9];',
-        f'  label="{doc["architecture"]}: targets {", ".join(plan.targets)}"; labelloc=t;',
+        f'  label="{plan.architecture}: targets {", ".join(plan.target_names)}"; labelloc=t;',
     ]
-    targets = doc["targets"]
-    for name in sorted(targets):
+    for name in plan.target_names:
         lines.append(f'  "target:{name}" [label="{name}", shape=ellipse, style=filled, fillcolor="#f4c7c3"];')
-    for node, entry in sorted(doc["functions"].items()):
-        style = ', style=bold' if node == doc["root"] else ""
+    for node in sorted(plan.functions):
+        style = ', style=bold' if node == plan.root else ""
         lines.append(f'  "{node}" [label="{_label(node)}"{style}];')
     edges = set()
-    for node, entry in sorted(doc["functions"].items()):
-        path = entry["path"].rsplit("/", 1)[-1]
-        for s in _walk(entry["statements"]):
-            call = s["call"]
-            where = f"{path}:{call['line']}"
-            for callee in call.get("callees", []):
-                edges.add((node, callee, where))
-            for name in call.get("targets", []):
-                edges.add((node, f"target:{name}", where))
+    for node, fn, s in plan.statements():
+        if s.call is None:
+            continue
+        where = f"{fn.path.rsplit('/', 1)[-1]}:{s.call.line}"
+        for callee in s.call.callees:
+            edges.add((node, callee, where))
+        for name in s.call.targets:
+            edges.add((node, f"target:{name}", where))
     for a, b, where in sorted(edges):
         lines.append(f'  "{a}" -> "{b}" [label="{where}"];')
     lines.append("}")

@@ -22,6 +22,7 @@ from typing import Any
 from staticexec.version import __version__
 from staticexec.messages import Refused, UsageError
 from staticexec.emit.validate import check_index
+from staticexec.analysis.plan import Plan
 from staticexec.analysis.source import accessed, loaded, sha256
 from staticexec.files import write_atomic
 
@@ -111,7 +112,7 @@ def plan_one(arch: str, out: str, cache: str | None) -> dict:
         try:
             plan = analyse_architecture(arch)
             text = plan.to_json()
-            row = {"status": "ok", **summary(plan.doc)}
+            row = {"status": "ok", **summary(plan)}
         except Refused as exc:
             row = {"status": "refused", "reason": str(exc.first)}
         except UsageError as exc:
@@ -137,12 +138,12 @@ def _same(path: str, text: str) -> bool:
         return False
 
 
-def summary(doc: dict) -> dict:
+def summary(plan: Plan) -> dict:
     """What the index keeps of a plan: targets, model types, and the hash of every analysed function."""
     return {
-        "targets": sorted(doc["targets"]),
-        "model_types": doc["model_types"],
-        "source_hashes": {e["function"]: e["source_hash"] for e in doc["functions"].values()},
+        "targets": plan.target_names,
+        "model_types": list(plan.model_types),
+        "source_hashes": {fn.function: fn.source_hash for fn in plan.functions.values()},
     }
 
 
@@ -205,7 +206,7 @@ def check(folder: str, jobs: int = 1, cache: str | None = CACHE_DIR,
     import tempfile
 
     from staticexec import sweep
-    from staticexec.analysis.plan import transformers_version
+    from staticexec.version import transformers_version
 
     index_path = os.path.join(folder, INDEX)
     try:

@@ -74,31 +74,9 @@ def fixtures() -> list[Fixture]:
 
 def plan_statements(plan) -> dict[int, tuple[str, str | None]]:
     """Line -> (kind, condition class) for every statement of every function in a plan."""
-    out: dict[int, tuple[str, str | None]] = {}
-
-    def walk(entries: list[dict]) -> None:
-        for e in entries:
-            cond = e.get("condition", {}).get("class") if e["kind"] == "control" else None
-            if e["kind"] != "opaque":
-                out[e["lines"][0]] = (e["kind"], cond)
-            for block in ("body", "orelse"):
-                walk(e.get(block, []))
-
-    for entry in plan.doc["functions"].values():
-        walk(entry["statements"])
-    return out
+    return {s.first: (s.kind.value, s.condition.decided.value if s.condition else None)
+            for _, _, s in plan.statements() if s.reaching}
 
 
 def opaque_lines(plan) -> list[tuple[int, int]]:
-    spans = []
-
-    def walk(entries: list[dict]) -> None:
-        for e in entries:
-            if e["kind"] == "opaque":
-                spans.append(tuple(e["lines"]))
-            for block in ("body", "orelse"):
-                walk(e.get(block, []))
-
-    for entry in plan.doc["functions"].values():
-        walk(entry["statements"])
-    return spans
+    return [s.lines for _, _, s in plan.statements() if not s.reaching]

@@ -116,8 +116,8 @@ def test_emission_from_a_plan_runs_no_analysis(llama, tmp_path, monkeypatch):
 
     monkeypatch.setattr(jedi, "Script", forbidden)
     monkeypatch.setattr(libcst, "MetadataWrapper", forbidden)
-    import staticexec.analysis.plan as plan_module
-    monkeypatch.setattr(plan_module, "build_plan", forbidden)
+    import staticexec.api as api_module
+    monkeypatch.setattr(api_module, "build_plan", forbidden)
     subgraphs = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"], plan=str(path))
     with torch.no_grad():
         assert torch.equal(staticexec.run_subgraphs(model, subgraphs, sample).logits, model(**sample).logits)

@@ -45,7 +45,7 @@ def test_plan_one_uses_the_cache_until_a_source_changes(tmp_path, monkeypatch):
 
 def _fresh(tmp_path, archs, cache):
     """A plans folder made now, with the installed transformers, as `plan --all` would for `archs`."""
-    from staticexec.analysis.plan import transformers_version
+    from staticexec.version import transformers_version
 
     folder = tmp_path / "plans"
     folder.mkdir()

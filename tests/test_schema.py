@@ -68,7 +68,7 @@ def llama_plan():
 
 
 def test_fresh_llama_plan_validates(validator, llama_plan):
-    assert _errors(validator, llama_plan.doc) == []
+    assert _errors(validator, llama_plan.to_dict()) == []
 
 
 def test_fresh_llama_plan_validates_as_written(validator, llama_plan):

@@ -54,7 +54,7 @@ def _plan_doc(model, sample):
     from staticexec.api import analyse
     from staticexec.analysis.source import ClassRef
 
-    return analyse(ClassRef(type(model).__module__, type(model).__qualname__), ["Layer"]).doc
+    return analyse(ClassRef(type(model).__module__, type(model).__qualname__), ["Layer"]).to_dict()
 
 
 @pytest.mark.parametrize("edit", [

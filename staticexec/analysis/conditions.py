@@ -116,10 +116,10 @@ class ConditionClassifier:
             if kind == "expr":
                 parts.append(self.classify(value))
             elif kind == "iter":
-                parts.append(self._iterable(value))
+                parts.append(self.iterable(value))
             elif kind == "item":
                 inner_kind, inner_value, _ = value
-                parts.append(self.classify(inner_value) if inner_kind == "expr" else self._iterable(inner_value))
+                parts.append(self.classify(inner_value) if inner_kind == "expr" else self.iterable(inner_value))
             else:
                 parts.append("dynamic")
         # a name bound both to decidable and to tensor values may still be decided where it is used
@@ -130,15 +130,15 @@ class ConditionClassifier:
         self._names[name] = result
         return result
 
-    def _iterable(self, node: cst.BaseExpression) -> str:
+    def iterable(self, node: cst.BaseExpression) -> str:
         """A loop over config values or module containers binds static values (once the loop is unrolled)."""
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in (
             "enumerate", "zip", "range", "reversed", "list", "tuple",
         ):
-            return worst(*(self._iterable(a.value) for a in node.args))
+            return worst(*(self.iterable(a.value) for a in node.args))
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in (
             "values", "items", "keys", "children",
         ):
-            return self._iterable(node.func.value)
+            return self.iterable(node.func.value)
         c = self.classify(node)
         return c

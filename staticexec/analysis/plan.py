@@ -1,40 +1,213 @@
-"""Stage 4, plan: classify every statement of every reaching function.
+"""The wrap plan as typed values: what stage 4 (planner.py) writes and every later stage reads.
 
-Each statement is `target` (calls a target), `ancestor` (calls a reaching
-function), `control` (an `if` / `for` / `with` that contains reaching
-statements, or an `if` whose early `return` decides whether they run) or
-`opaque` (everything else, copied verbatim when emitting). The plan is a
-deterministic JSON document, specified in docs/plan-format.md.
+A plan is frozen dataclasses and enums: `Plan` -> `Function` -> `Statement` (with its `Call`,
+`Condition` and blocks of statements) and `Unresolved`. JSON is read and written only here, at
+the boundary: `Plan.from_json` checks a document field by field (docs/plan.schema.json is the
+contract) and refuses a malformed, foreign-schema or edited one with one `MalformedPlan` line;
+`Plan.to_json` writes the deterministic document. `walk` is the one walk over statements.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
-from dataclasses import dataclass
+import types
+from dataclasses import dataclass, replace
+from typing import Any, Iterator, Mapping
 
-import libcst as cst
-
-from staticexec.version import __version__
-from staticexec.analysis.callgraph import CallGraph, CallGraphBuilder, CallSite, FunctionAnalysis, calls_in
-from staticexec.analysis.conditions import ConditionClassifier
-from staticexec.analysis.decorators import decorator_names, unsupported_decorators
-from staticexec.messages import (
-    DynamicCondition,
-    DynamicLoop,
-    Message,
-    NoCallPath,
-    Refused,
-    ShadowedName,
-    UnresolvedCall,
-    UnsupportedDecorator,
-    UnsupportedStatement,
-)
-from staticexec.analysis.mutations import mutation_refusals
-from staticexec.analysis.resolve import Resolver
-from staticexec.analysis.source import ClassRef
+from staticexec.messages import MalformedPlan
 
 SCHEMA_VERSION = 2
+
+
+class Kind(str, enum.Enum):
+    """A statement's class: it calls a target, calls a reaching function, holds such calls, or neither."""
+
+    TARGET = "target"
+    ANCESTOR = "ancestor"
+    CONTROL = "control"
+    OPAQUE = "opaque"
+
+
+class Control(str, enum.Enum):
+    """Which compound statement a control entry is; `exit` is a `break` / `continue` in an unrolled loop."""
+
+    IF = "if"
+    FOR = "for"
+    WHILE = "while"
+    WITH = "with"
+    TRY = "try"
+    EXIT = "exit"
+
+
+class Decided(str, enum.Enum):
+    """When a condition or loop iterable is known: from the source and config, from the inputs, or never."""
+
+    STATIC = "static"
+    INPUT = "input"
+    DYNAMIC = "dynamic"
+
+
+@dataclass(frozen=True)
+class Call:
+    """The reaching call of a target or ancestor statement: where it is, and what it calls."""
+
+    line: int
+    code: str
+    index: int  # among the statement's calls, in source order
+    targets: tuple[str, ...] = ()
+    callees: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Condition:
+    """An `if` test or a `for` iterable, one line of code, and when it is decided."""
+
+    code: str
+    decided: Decided
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One planned statement, or a run of `count` opaque ones; a control statement holds blocks of them."""
+
+    kind: Kind
+    lines: tuple[int, int]
+    count: int = 0  # opaque: how many statements the run holds
+    call: Call | None = None  # target, ancestor
+    statement: Control | None = None  # control
+    condition: Condition | None = None  # if
+    iter: Condition | None = None  # for
+    items: tuple[str, ...] | None = None  # with
+    blocks: tuple[tuple[str, tuple["Statement", ...]], ...] = ()  # control: ("body", ...), ("orelse", ...)
+
+    @property
+    def first(self) -> int:
+        """The statement's first line."""
+        return self.lines[0]
+
+    @property
+    def reaching(self) -> bool:
+        """Whether the statement is not opaque: it calls, or holds, what reaches a target."""
+        return self.kind is not Kind.OPAQUE
+
+    def block(self, name: str) -> tuple["Statement", ...]:
+        """One block of a control statement by its name (`body`, `orelse`, ...); empty when it has none."""
+        return dict(self.blocks).get(name, ())
+
+
+@dataclass(frozen=True)
+class Function:
+    """One reaching function: where it is, the source it was planned from, and its statements."""
+
+    function: str  # module:qualname
+    self_class: str | None  # module:Class of `self`, None for a plain function
+    path: str
+    lines: tuple[int, int]
+    source_hash: str
+    decorators: tuple[str, ...]
+    params: tuple[str, ...]
+    statements: tuple[Statement, ...]
+    chain: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """A call the analysis could not resolve, with the reason."""
+
+    function: str
+    path: str
+    line: int
+    call: str
+    reason: str
+    receiver_is_self: bool
+    reaching_function: bool
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A wrap plan: every reaching function from the root forward down to the target classes."""
+
+    architecture: str
+    root: str
+    targets: Mapping[str, str]  # target class name -> module:Class
+    functions: Mapping[str, Function]  # by call-graph node
+    model_types: tuple[str, ...] = ()
+    unresolved: tuple[Unresolved, ...] = ()
+    not_analysed: tuple[str, ...] = ()
+    staticexec: str = ""
+    transformers: str = ""
+    schema: int = SCHEMA_VERSION
+    seal: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "targets", types.MappingProxyType(dict(self.targets)))
+        object.__setattr__(self, "functions", types.MappingProxyType(dict(self.functions)))
+
+    @property
+    def target_names(self) -> list[str]:
+        """The target class names, sorted."""
+        return sorted(self.targets)
+
+    def function(self, node: str) -> Function | None:
+        """The analysis of one reaching function by its node, if the plan has it."""
+        return self.functions.get(node)
+
+    def statements(self) -> Iterator[tuple[str, Function, Statement]]:
+        """(node, function, statement) for every statement of every function, sorted by node, blocks in order."""
+        for node, fn in sorted(self.functions.items()):
+            for s in walk(fn.statements):
+                yield node, fn, s
+
+    def sealed(self) -> "Plan":
+        """The plan with its `seal` computed over everything else in it."""
+        return replace(self, seal=seal(self.to_dict()))
+
+    # ----- the JSON boundary ------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        """The plan as the JSON document of docs/plan.schema.json."""
+        doc = {
+            "schema": self.schema,
+            "staticexec": self.staticexec,
+            "transformers": self.transformers,
+            "architecture": self.architecture,
+            "root": self.root,
+            "targets": dict(self.targets),
+            "model_types": list(self.model_types),
+            "functions": {node: _function_json(fn) for node, fn in self.functions.items()},
+            "unresolved": [_unresolved_json(u) for u in self.unresolved],
+            "not_analysed": list(self.not_analysed),
+        }
+        if self.seal:
+            doc["seal"] = self.seal
+        return doc
+
+    def to_json(self) -> str:
+        """The plan as deterministic JSON: sorted keys, one-space indent, a final newline."""
+        return json.dumps(self.to_dict(), indent=1, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, doc: Any, where: str = "plan") -> "Plan":
+        """Read a plan document; a malformed one, another schema or a broken seal is one `MalformedPlan` line.
+
+        The checks run in this order: structure, schema, seal. A document with fields staticexec does not
+        write is malformed too: what is read is all there is."""
+        try:
+            plan = _read_plan(doc)
+        except _Bad as bad:
+            raise MalformedPlan(f"{where}: {bad}") from None
+        if plan.schema != SCHEMA_VERSION:
+            raise MalformedPlan(f"{where}: plan schema {plan.schema} is not the supported {SCHEMA_VERSION}")
+        if doc.get("seal") != seal(doc):
+            raise MalformedPlan(f"{where}: " + ("edited after staticexec wrote it (its `seal` does not match its content)"
+                                                if "seal" in doc else "no `seal`: not written by `staticexec plan`")
+                                + "; write it again with `staticexec plan`")
+        if plan.to_dict() != doc:
+            extra = sorted(_extra_keys(doc, plan.to_dict()))
+            raise MalformedPlan(f"{where}: fields staticexec does not write: {', '.join(extra[:3]) or 'values out of shape'}")
+        return plan
 
 
 def seal(doc: dict) -> str:
@@ -44,567 +217,250 @@ def seal(doc: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar) if hasattr(cst, "TryStar") else (
-    cst.If, cst.For, cst.While, cst.With, cst.Try,
-)
+def walk(statements: tuple[Statement, ...]) -> Iterator[Statement]:
+    """Every statement of a block, and of the blocks inside it, in source order (a statement before its blocks)."""
+    for s in statements:
+        yield s
+        for _, block in s.blocks:
+            yield from walk(block)
 
 
-@dataclass
-class Plan:
-    """A wrap plan: the JSON document as a dict, plus helpers to read it."""
-
-    doc: dict
-
-    @property
-    def architecture(self) -> str:
-        """The architecture the plan was made for."""
-        return self.doc["architecture"]
-
-    @property
-    def targets(self) -> list[str]:
-        """The target class names, sorted."""
-        return sorted(self.doc["targets"])
-
-    @property
-    def root(self) -> str:
-        """The call-graph node of the root forward."""
-        return self.doc["root"]
-
-    def function(self, node: str) -> dict | None:
-        """The analysis of one reaching function by its node, if the plan has it."""
-        return self.doc["functions"].get(node)
-
-    def to_json(self) -> str:
-        """The plan as deterministic JSON: sorted keys, one-space indent, a final newline."""
-        return json.dumps(self.doc, indent=1, sort_keys=True) + "\n"
+# ----- writing ---------------------------------------------------------------------------------
 
 
-def transformers_version() -> str:
-    """The installed transformers release; empty when it is not installed."""
-    try:
-        import transformers
-    except ImportError:  # pragma: no cover
-        return ""
-    return transformers.__version__
-
-
-def _header(stmt: cst.CSTNode) -> list[cst.CSTNode]:
-    """The expressions a compound statement evaluates itself (not its body)."""
-    if isinstance(stmt, cst.If):
-        return [stmt.test]
-    if isinstance(stmt, (cst.For,)):
-        return [stmt.iter]
-    if isinstance(stmt, cst.While):
-        return [stmt.test]
-    if isinstance(stmt, cst.With):
-        return [item.item for item in stmt.items]
-    return []
-
-
-def statement_blocks(stmt: cst.CSTNode) -> list[tuple[str, list[cst.CSTNode]]]:
-    """The blocks of a compound statement by the plan's names for them (`body`, `orelse`, `handlers`, ...)."""
-    if isinstance(stmt, cst.If):
-        orelse = []
-        if isinstance(stmt.orelse, cst.If):
-            orelse = [stmt.orelse]
-        elif isinstance(stmt.orelse, cst.Else):
-            orelse = list(stmt.orelse.body.body)
-        return [("body", list(stmt.body.body)), ("orelse", orelse)]
-    if isinstance(stmt, (cst.For, cst.While)):
-        orelse = list(stmt.orelse.body.body) if stmt.orelse else []
-        return [("body", list(stmt.body.body)), ("orelse", orelse)]
-    if isinstance(stmt, cst.With):
-        return [("body", list(stmt.body.body))]
-    if isinstance(stmt, cst.Try):
-        blocks = [("body", list(stmt.body.body))]
-        for h in stmt.handlers:
-            blocks.append(("handler", list(h.body.body)))
-        if stmt.orelse:
-            blocks.append(("orelse", list(stmt.orelse.body.body)))
-        if stmt.finalbody:
-            blocks.append(("finally", list(stmt.finalbody.body.body)))
-        return blocks
-    return []
-
-
-class _Exits(cst.CSTVisitor):
-    """Whether a statement may `return`, or `break` / `continue` the loop it is in."""
-
-    def __init__(self) -> None:
-        self.found = False
-        self.loop_exit = False
-        self._loops = 0
-
-    def visit_Return(self, node: cst.Return) -> None:
-        """Record a `return`."""
-        self.found = True
-
-    def visit_Break(self, node: cst.Break) -> None:
-        """Record a `break` that leaves the enclosing loop (not one inside the statement)."""
-        self.loop_exit |= self._loops == 0
-
-    def visit_Continue(self, node: cst.Continue) -> None:
-        """Record a `continue` of the enclosing loop (not one inside the statement)."""
-        self.loop_exit |= self._loops == 0
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        """Skip nested functions: their exits are their own."""
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        """Skip lambdas."""
-        return False
-
-    def visit_For(self, node: cst.For) -> None:
-        """Enter a loop inside the statement."""
-        self._loops += 1
-
-    def leave_For(self, node: cst.For) -> None:
-        """Leave a loop inside the statement."""
-        self._loops -= 1
-
-    def visit_While(self, node: cst.While) -> None:
-        """Enter a loop inside the statement."""
-        self._loops += 1
-
-    def leave_While(self, node: cst.While) -> None:
-        """Leave a loop inside the statement."""
-        self._loops -= 1
-
-
-def exits(stmt: cst.CSTNode) -> _Exits:
-    """Whether a statement may `return`, or `break` / `continue` the loop around it (an `_Exits` after the visit)."""
-    v = _Exits()
-    stmt.visit(v)
-    return v
-
-
-class FunctionPlanner:
-    """Classifies the statements of one reaching function."""
-
-    def __init__(self, graph: CallGraph, analysis: FunctionAnalysis, reaching: set[str], refusals: list[Message]):
-        self.graph = graph
-        self.root = graph.root
-        self.a = analysis
-        self.ctx = analysis.ctx
-        self.reaching = reaching
-        self.refusals = refusals
-        self_name = self.ctx.params[0] if analysis.self_class is not None and self.ctx.params else None
-        self.guards = 0
-        self.conditions = ConditionClassifier(self_name, self.ctx.params[1:] if self_name else self.ctx.params, self.ctx.locals)
-
-    def refuse(self, cls: type[Message], node: cst.CSTNode, detail: str) -> None:
-        """Record a refusal of the given kind at a node's line."""
-        self.refusals.append(cls(self.ctx.sf.relpath, self.ctx.line(node), detail))
-
-    def reaching_sites(self, node: cst.CSTNode) -> tuple[list[CallSite], list[CallSite]]:
-        """The target calls and reaching-function calls in a node, each with its index among the node's calls."""
-        targets, ancestors = [], []
-        for index, call in enumerate(calls_in(node)):
-            site = self.a.calls.get(call)
-            if site is None:
-                continue
-            if site.targets:
-                targets.append((site, index))
-            elif any(c in self.reaching for c in site.callees):
-                ancestors.append((site, index))
-            if site.args_hold_targets and site.unresolved and not site.targets:
-                self.refuse(UnresolvedCall, call, f"`{site.code}` passes target modules to a callee that is not resolved ({site.unresolved or 'unknown callee'})")
-        return targets, ancestors
-
-    def refuse_guarded_call(self, stmt: cst.CSTNode, site: CallSite) -> None:
-        """A reaching call inside `a if c else b` or `c and f()` is decided when emitting, like an `if`,
-        when `c` is a config value or an input; on a tensor value, or inside a comprehension, it is refused."""
-        for call, guards in _guarded_calls(stmt):
-            if self.ctx.line(call) != site.line or self.ctx.column(call) != site.column:
-                continue
-            for guard, test in guards:
-                if test is None:
-                    self.refuse(UnsupportedStatement, call, f"a reaching call inside a {guard}: `{site.code}`")
-                elif self.conditions.classify(test) == "dynamic":
-                    self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard})")
-
-    def block(self, stmts: list[cst.CSTNode], in_loop: bool = False) -> list[dict]:
-        """Plan a block; an opaque statement that may exit before later reaching code is made control or refused."""
-        entries = [self.statement(s, in_loop=in_loop) for s in stmts]
-        # an `if` that may return (or leave an unrolled loop) decides whether later reaching code runs
-        for i, (stmt, entry) in enumerate(zip(stmts, entries)):
-            if entry["kind"] != "opaque":
-                continue
-            probe = exits(stmt)
-            later = any(e["kind"] != "opaque" for e in entries[i + 1 :])
-            if not ((probe.found and later) or (probe.loop_exit and in_loop)):
-                continue
-            if isinstance(stmt, cst.If):
-                entries[i] = self.statement(stmt, early_exit=True, in_loop=in_loop)
-            elif isinstance(stmt, cst.SimpleStatementLine) and probe.loop_exit:
-                entries[i] = {"kind": "control", "lines": list(self.ctx.span(stmt)), "statement": "exit"}
-            else:
-                self.refuse(UnsupportedStatement, stmt, "a `return`, `break` or `continue` inside this statement may skip target calls")
-        return _merge_opaque(entries)
-
-    def statement(self, stmt: cst.CSTNode, early_exit: bool = False, in_loop: bool = False) -> dict:
-        """A statement's entry: opaque, target, ancestor or control (with its blocks); refuses what can't be cut."""
-        lines = list(self.ctx.span(stmt))
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-            return {"kind": "opaque", "lines": lines, "count": 1}
-        header = _header(stmt) if isinstance(stmt, COMPOUND) else [stmt]
-        targets: list[CallSite] = []
-        ancestors: list[CallSite] = []
-        for h in header:
-            t, a = self.reaching_sites(h)
-            targets += t
-            ancestors += a
-        if not isinstance(stmt, COMPOUND):
-            if not targets and not ancestors:
-                return {"kind": "opaque", "lines": lines, "count": 1}
-            if len(targets) + len(ancestors) > 1:
-                self.refuse(UnsupportedStatement, stmt, "one statement makes several reaching calls; it can't be cut between them")
-            for site, _ in targets + ancestors:
-                self.refuse_guarded_call(stmt, site)
-            kind = "target" if targets else "ancestor"
-            site, index = (targets or ancestors)[0]
-            call = _site_json(site, self.reaching)
-            call["index"] = index
-            return {"kind": kind, "lines": lines, "call": call}
-        if targets or ancestors:
-            self.refuse(UnsupportedStatement, stmt, "a reaching call in the header of a compound statement")
-        cls = self.conditions.classify(stmt.test) if isinstance(stmt, cst.If) else None
-        decided = cls in ("static", "input")
-        self.guards += decided
-        try:
-            blocks = {name: self.block(body, in_loop=in_loop) for name, body in statement_blocks(stmt)}
-            if isinstance(stmt, cst.For) and any(e["kind"] != "opaque" for b in blocks.values() for e in b):
-                # a loop that is unrolled: its `break` / `continue` must be decided too
-                blocks = {name: self.block(body, in_loop=True) for name, body in statement_blocks(stmt)}
-        finally:
-            self.guards -= decided
-        inner = any(e["kind"] != "opaque" for b in blocks.values() for e in b)
-        if not inner and not early_exit:
-            return {"kind": "opaque", "lines": lines, "count": 1}
-        entry: dict = {"kind": "control", "lines": lines, "statement": type(stmt).__name__.lower()}
-        if isinstance(stmt, cst.If):
-            entry["condition"] = {"code": " ".join(self.ctx.code(stmt.test).split()), "class": cls}
-            if cls == "dynamic" and not self.guards and self.a.node == self.root:
-                # elsewhere (a function reached through a branch decided per input) the refusal waits
-                # for emission, which refuses only if it reaches the condition and can't decide it
-                self.refuse(DynamicCondition, stmt, f"`{self.ctx.code(stmt.test)}`")
-        elif isinstance(stmt, cst.For):
-            entry["iter"] = {"code": self.ctx.code(stmt.iter), "class": self.conditions._iterable(stmt.iter)}
-            if stmt.orelse is not None:
-                self.refuse(UnsupportedStatement, stmt, "a `for ... else` around target calls")
-            for body_stmt in stmt.body.body:
-                if exits(body_stmt).found:
-                    self.refuse(UnsupportedStatement, body_stmt, "a `return` inside a loop over targets")
-                    break
-        elif isinstance(stmt, cst.While):
-            self.refuse(DynamicLoop, stmt, f"`while {self.ctx.code(stmt.test)}`")
-        elif isinstance(stmt, cst.Try):
-            self.refuse(UnsupportedStatement, stmt, "a `try` around target calls")
-        elif isinstance(stmt, cst.With):
-            entry["items"] = [self.ctx.code(item) for item in stmt.items]
-            for item in stmt.items:
-                if not self.reenterable(item.item):
-                    self.refuse(UnsupportedStatement, stmt, f"`with {self.ctx.code(item.item)}` around target calls is re-entered by every subgraph, and it is not known to be safe to re-enter")
-        entry.update({k: v for k, v in blocks.items() if v or k == "body"})
-        return entry
-
-
-    def reenterable(self, node: cst.BaseExpression, depth: int = 0) -> bool:
-        """A context manager that only sets a mode (grad, autocast): entering it once per subgraph is exact."""
-        if isinstance(node, cst.Call):
-            return _dotted(node.func).rpartition(".")[2] in REENTERABLE_CONTEXTS
-        if isinstance(node, cst.IfExp):
-            return self.reenterable(node.body, depth) and self.reenterable(node.orelse, depth)
-        if isinstance(node, cst.Name) and depth < 3:
-            bound = self.ctx.locals.get(node.value) or []
-            return bool(bound) and all(kind == "expr" and self.reenterable(value, depth + 1) for kind, value, _ in bound)
-        return False
-
-
-# context managers that set a mode and restore it: re-entering one per subgraph changes nothing
-REENTERABLE_CONTEXTS = {
-    "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext",
-    "sdpa_kernel", "disable", "device",
-}
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    parts = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-    return ".".join(reversed(parts))
-
-
-def _guarded_calls(stmt: cst.CSTNode):
-    """(call, [(guard, test)]) for every call in a statement that runs only under a condition in an
-    expression: the branches of `a if c else b`, what follows the first operand of `and` / `or`
-    (test: that operand), and the element of a comprehension (test None)."""
-    return [(call, [(g.label, g.test) for g in guards]) for call, guards in _calls_with_guards(stmt)]
-
-
-@dataclass(frozen=True, eq=False)
-class ExpressionGuard:
-    """A condition inside a statement that decides whether a call in it runs.
-
-    `owner` is the `a if c else b` or `a and b` / `a or b` node, `side` the part that holds the
-    call (`body` / `orelse` of a conditional expression, `right` of a boolean operation), `test`
-    the expression that decides it (None for the element of a comprehension)."""
-
-    label: str
-    owner: cst.CSTNode
-    side: str
-    test: cst.BaseExpression | None
-
-    def runs(self, truth: bool) -> bool:
-        """Whether the side holding the call runs when `test` has this truth value."""
-        if isinstance(self.owner, cst.IfExp):
-            return truth if self.side == "body" else not truth
-        return truth if isinstance(self.owner.operator, cst.And) else not truth
-
-    def other(self) -> str:
-        """The side whose value the expression takes when the call's side does not run."""
-        return {"body": "orelse", "orelse": "body", "right": "left"}[self.side]
-
-
-def expression_guards(stmt: cst.CSTNode, call: cst.Call) -> list[ExpressionGuard]:
-    """The guards around one call of a statement, outermost first."""
-    for node, guards in _calls_with_guards(stmt):
-        if node is call:
-            return guards
-    return []
-
-
-def _calls_with_guards(stmt: cst.CSTNode) -> list[tuple[cst.Call, list[ExpressionGuard]]]:
-    out = []
-
-    def visit(node: cst.CSTNode, guards: list) -> None:
-        if isinstance(node, cst.Call):
-            out.append((node, list(guards)))
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            return
-        if isinstance(node, cst.IfExp):
-            visit(node.test, guards)
-            visit(node.body, guards + [ExpressionGuard("conditional expression", node, "body", node.test)])
-            visit(node.orelse, guards + [ExpressionGuard("conditional expression", node, "orelse", node.test)])
-            return
-        if isinstance(node, cst.BooleanOperation):
-            visit(node.left, guards)
-            label = f"`{'and' if isinstance(node.operator, cst.And) else 'or'}` expression"
-            visit(node.right, guards + [ExpressionGuard(label, node, "right", node.left)])
-            return
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-            for child in node.children:
-                visit(child, guards + [ExpressionGuard("comprehension", node, "element", None)])
-            return
-        for child in node.children:
-            visit(child, guards)
-
-    visit(stmt, [])
+def _statement_json(s: Statement) -> dict:
+    out: dict = {"kind": s.kind.value, "lines": list(s.lines)}
+    if s.kind is Kind.OPAQUE:
+        out["count"] = s.count
+    if s.call is not None:
+        call: dict = {"line": s.call.line, "code": s.call.code, "index": s.call.index}
+        if s.call.targets:
+            call["targets"] = list(s.call.targets)
+        if s.call.callees:
+            call["callees"] = list(s.call.callees)
+        out["call"] = call
+    if s.statement is not None:
+        out["statement"] = s.statement.value
+    for key, condition in (("condition", s.condition), ("iter", s.iter)):
+        if condition is not None:
+            out[key] = {"code": condition.code, "class": condition.decided.value}
+    if s.items is not None:
+        out["items"] = list(s.items)
+    for name, block in s.blocks:
+        out[name] = [_statement_json(b) for b in block]
     return out
 
 
-def _is_generator(fn: cst.FunctionDef) -> bool:
-    stack = list(fn.body.children)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Yield,)):
-            return True
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
-        stack.extend(node.children)
-    return False
-
-
-def _user_decorators(ctx, names: list[str]) -> list[str]:
-    """Decorators named like a modelled one but defined outside transformers (matched by name, they'd be wrong)."""
-    from staticexec.analysis.decorators import MODELS, base_name
-
-    sf = ctx.sf
-    in_transformers = sf.module.split(".")[0] == "transformers"
-    out = []
-    for name in names:
-        base = base_name(name)
-        if base not in MODELS or base == "staticmethod":
-            continue
-        origin = _binding_module(sf.tree, base)
-        if origin == "<local>" and not in_transformers:
-            out.append(name)
-        elif origin not in (None, "<local>") and not (origin.startswith("transformers") or (origin.startswith(".") and in_transformers)):
-            out.append(name)
-    return out
-
-
-def _binding_module(tree, name: str) -> str | None:
-    """Where a module-level name comes from: '<local>' (defined here), an imported module, or None."""
-    import ast
-
-    found = None
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
-            found = "<local>"
-        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            found = "<local>"
-        elif isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
-            found = "." * node.level + (node.module or "")
-    return found
-
-
-def _free_names(ctx) -> set[str]:
-    """Names a function reads that it does not bind: its module's globals and builtins."""
-    import ast
-    import textwrap
-
-    tree = ast.parse(textwrap.dedent(ctx.code(ctx.node)))
-    loaded, bound = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not tree.body[0]:
-            bound.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return loaded - bound
-
-
-def _shadowed_names(graph: CallGraph, reaching: set[str]) -> list[Message]:
-    """An inlined callee reading a module-level name that the (not renamed) root forward binds locally."""
-    root = graph.functions.get(graph.root)
-    if root is None:
-        return []
-    root_names = (set(root.ctx.locals) | set(root.ctx.params)) - {root.ctx.params[0] if root.ctx.params else ""}
-    out: list[Message] = []
-    for nid in sorted(reaching - {graph.root}):
-        analysis = graph.functions.get(nid)
-        if analysis is None:
-            continue
-        for name in sorted(_free_names(analysis.ctx) & root_names):
-            out.append(ShadowedName(root.ctx.sf.relpath, root.ctx.line(root.ctx.node),
-                                    f"{graph.root.partition(':')[2]} binds `{name}`, and the inlined "
-                                    f"{analysis.ref.qualname} ({analysis.ctx.sf.relpath}:{analysis.ctx.line(analysis.ctx.node)}) "
-                                    f"reads the module-level `{name}`"))
-    return out
-
-
-def _merge_opaque(entries: list[dict]) -> list[dict]:
-    out: list[dict] = []
-    for e in entries:
-        if e["kind"] == "opaque" and out and out[-1]["kind"] == "opaque":
-            out[-1]["lines"][1] = e["lines"][1]
-            out[-1]["count"] += e["count"]
-        else:
-            out.append(e)
-    return out
-
-
-def _site_json(site: CallSite, reaching: set[str]) -> dict:
-    out: dict = {"line": site.line, "code": " ".join(site.code.split())}
-    if site.targets:
-        out["targets"] = list(site.targets)
-    callees = [c for c in site.callees if c in reaching]
-    if callees:
-        out["callees"] = callees
-    return out
-
-
-def build_plan(
-    resolver: Resolver,
-    root: ClassRef,
-    targets: list[str],
-    architecture: str,
-    *,
-    model_types: list[str] | None = None,
-) -> Plan:
-    """Analyse from `root`'s forward down to the target classes; refuse with reasons when unsure."""
-    builder = CallGraphBuilder(resolver, set(targets))
-    graph = builder.build(root)
-    reaching = graph.reaching()
-    refusals: list[Message] = []
-    functions: dict[str, dict] = {}
-    for nid in sorted(reaching):
-        analysis = graph.functions.get(nid)
-        if analysis is None:
-            continue
-        ctx = analysis.ctx
-        planner = FunctionPlanner(graph, analysis, reaching, refusals)
-        statements = planner.block(list(ctx.node.body.body))
-        decorators = decorator_names(ctx.node)
-        for name in unsupported_decorators(decorators):
-            refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node), f"@{name} on {analysis.ref.qualname}"))
-        for name in _user_decorators(ctx, decorators):
-            refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node),
-                                                 f"@{name} on {analysis.ref.qualname} is not transformers' {name.partition('(')[0]}, only named like it"))
-        if _is_generator(ctx.node):
-            refusals.append(UnsupportedStatement(ctx.sf.relpath, ctx.line(ctx.node),
-                                                 f"{analysis.ref.qualname} is a generator (`yield`): its target calls run when it is iterated"))
-        start, end = ctx.span(ctx.node)
-        entry = {
-            "function": str(analysis.ref),
-            "self_class": str(analysis.self_class) if analysis.self_class else None,
-            "path": ctx.sf.relpath,
-            "lines": [start, end],
-            "source_hash": ctx.source_hash,
-            "decorators": decorators,
-            "params": ctx.params,
-            "statements": statements,
-        }
-        functions[nid] = entry
-    unresolved = []
-    for nid, analysis in sorted(graph.functions.items()):
-        for site in sorted(analysis.calls.values(), key=lambda s: (s.line, s.column)):
-            if site.unresolved:
-                unresolved.append(
-                    {
-                        "function": nid,
-                        "path": analysis.ctx.sf.relpath,
-                        "line": site.line,
-                        "call": site.code,
-                        "reason": site.unresolved,
-                        "receiver_is_self": site.receiver_is_self,
-                        "reaching_function": nid in reaching,
-                    }
-                )
-    for analysis in graph.functions.values():
-        for site in analysis.calls.values():
-            if site.hides_target:
-                refusals.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line, f"`{site.code}`: {site.unresolved or site.hides_target}"))
-    refusals += mutation_refusals(graph, builder, reaching)
-    refusals += _shadowed_names(graph, reaching)
-    if not refusals:
-        for analysis in graph.functions.values():
-            for site in analysis.calls.values():
-                if site.args_hold_targets and site.unresolved and not site.targets:
-                    refusals.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line, f"`{site.code}`: {site.unresolved}"))
-    if refusals:
-        raise Refused(sorted(set(refusals), key=lambda m: (m.path, m.line, m.kind, m.detail)))
-    if graph.root not in reaching:
-        found = ", ".join(sorted(targets))
-        ctx = graph.functions[graph.root].ctx if graph.root in graph.functions else None
-        where = (ctx.sf.relpath, ctx.line(ctx.node)) if ctx is not None else (root.module, 1)
-        raise Refused([NoCallPath(*where, f"{root.name}.forward calls none of: {found}")])
-    def step(caller: str, callee: str, site: CallSite) -> str:
-        text = f"{graph.functions[caller].ctx.sf.relpath}:{site.line} {' '.join(site.code.split())[:100]}"
-        return text + (f" -> {callee[len('target:'):]}" if callee.startswith("target:") else "")
-
-    chains = {nid: [step(a, b, s) for a, b, s in graph.chain(nid)] for nid in functions}
-    for nid, entry in functions.items():
-        entry["chain"] = chains[nid]
-    doc = {
-        "schema": SCHEMA_VERSION,
-        "staticexec": __version__,
-        "transformers": transformers_version(),
-        "architecture": architecture,
-        "root": graph.root,
-        "targets": {name: str(ref) for name, ref in sorted(graph.targets.items())},
-        "model_types": sorted(set(model_types or []) | resolver.model_types),
-        "functions": functions,
-        "unresolved": unresolved,
-        "not_analysed": sorted(str(c) for c in graph.pruned),
+def _function_json(fn: Function) -> dict:
+    return {
+        "function": fn.function,
+        "self_class": fn.self_class,
+        "path": fn.path,
+        "lines": list(fn.lines),
+        "source_hash": fn.source_hash,
+        "decorators": list(fn.decorators),
+        "params": list(fn.params),
+        "statements": [_statement_json(s) for s in fn.statements],
+        "chain": list(fn.chain),
     }
-    doc["seal"] = seal(doc)
-    return Plan(doc)
+
+
+def _unresolved_json(u: Unresolved) -> dict:
+    return {"function": u.function, "path": u.path, "line": u.line, "call": u.call, "reason": u.reason,
+            "receiver_is_self": u.receiver_is_self, "reaching_function": u.reaching_function}
+
+
+# ----- reading: every field checked, the first malformed one named ------------------------------
+
+BLOCKS = ("body", "orelse", "handler", "finally")
+
+
+class _Bad(Exception):
+    """A malformed field, in words."""
+
+
+def json_type(value: Any) -> str:
+    """A JSON value's type in words (object, list, string, ...), for messages on malformed documents."""
+    return {dict: "object", list: "list", str: "string", int: "number", float: "number", bool: "boolean",
+            type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _field(obj: dict, key: str, kind: type, where: str, default: Any = ...) -> Any:
+    if key not in obj:
+        if default is not ...:
+            return default
+        raise _Bad(f"{where}no `{key}`")
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _Bad(f"{where}`{key}` is a {json_type(value)}")
+    return value
+
+
+def _strings(values: list, what: str) -> tuple[str, ...]:
+    if not all(isinstance(v, str) for v in values):
+        raise _Bad(f"{what} holds something other than strings")
+    return tuple(values)
+
+
+def _span(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, list) and len(value) == 2 and all(type(n) is int and n > 0 for n in value):
+        return (value[0], value[1])
+    return None
+
+
+def _read_plan(doc: Any) -> Plan:
+    if not isinstance(doc, dict):
+        raise _Bad(f"a plan is a JSON object, not a {json_type(doc)}")
+    missing = [k for k in ("schema", "architecture", "root", "targets", "functions") if k not in doc]
+    if missing:
+        raise _Bad(f"not a plan (missing {', '.join(missing)})")
+    for key, kind in (("architecture", str), ("root", str), ("targets", dict), ("functions", dict)):
+        if not isinstance(doc[key], kind):
+            raise _Bad(f"`{key}` is a {json_type(doc[key])}, not {'a string' if kind is str else 'an object'}")
+    for key in ("model_types", "unresolved", "not_analysed"):
+        if key in doc and not isinstance(doc[key], list):
+            raise _Bad(f"`{key}` is a {json_type(doc[key])}, not a list")
+    if not all(isinstance(v, str) for v in doc["targets"].values()):
+        raise _Bad("`targets` maps class names to `module:Class` strings")
+    if doc["root"] not in doc["functions"]:
+        raise _Bad(f"the root {doc['root']} has no entry in `functions`")
+    functions = {}
+    for node, entry in doc["functions"].items():
+        try:
+            functions[node] = _read_function(entry)
+        except _Bad as bad:
+            raise _Bad(f"function {node}: {bad}") from None
+    if type(doc["schema"]) is not int:
+        raise _Bad(f"`schema` is a {json_type(doc['schema'])}")
+    return Plan(
+        architecture=doc["architecture"],
+        root=doc["root"],
+        targets=doc["targets"],
+        functions=functions,
+        model_types=_strings(doc.get("model_types", []), "`model_types`"),
+        unresolved=tuple(_read_unresolved(u) for u in doc.get("unresolved", [])),
+        not_analysed=_strings(doc.get("not_analysed", []), "`not_analysed`"),
+        staticexec=_field(doc, "staticexec", str, "", ""),
+        transformers=_field(doc, "transformers", str, "", ""),
+        schema=doc["schema"],
+        seal=_field(doc, "seal", str, "", ""),
+    )
+
+
+def _read_function(entry: Any) -> Function:
+    if not isinstance(entry, dict):
+        raise _Bad(f"a {json_type(entry)}, not an object")
+    fields = {key: _field(entry, key, kind, "") for key, kind in (
+        ("function", str), ("path", str), ("source_hash", str), ("lines", list), ("params", list), ("statements", list))}
+    if "self_class" not in entry:
+        raise _Bad("no `self_class`")
+    if entry["self_class"] is not None and not isinstance(entry["self_class"], str):
+        raise _Bad("`self_class` is not a string")
+    decorators = entry.get("decorators", [])
+    if not isinstance(decorators, list):
+        raise _Bad("`decorators` is not a list")
+    lines = _span(fields["lines"])
+    if lines is None:
+        raise _Bad("`lines` is not [first, last]")
+    return Function(
+        function=fields["function"],
+        self_class=entry["self_class"],
+        path=fields["path"],
+        lines=lines,
+        source_hash=fields["source_hash"],
+        decorators=_strings(decorators, "`decorators`"),
+        params=_strings(fields["params"], "`params`"),
+        statements=_read_block(fields["statements"], 0),
+        chain=_strings(_field(entry, "chain", list, "", []), "`chain`"),
+    )
+
+
+def _read_block(statements: list, depth: int) -> tuple[Statement, ...]:
+    if depth > 50:
+        raise _Bad("statements nest too deep")
+    return tuple(_read_statement(s, depth) for s in statements)
+
+
+def _read_statement(s: Any, depth: int) -> Statement:
+    if not isinstance(s, dict):
+        raise _Bad(f"a statement is a {json_type(s)}, not an object")
+    kinds = [k.value for k in Kind]
+    if s.get("kind") not in kinds:
+        raise _Bad(f"a statement of kind {s.get('kind')!r} (expected one of {', '.join(kinds)})")
+    kind = Kind(s["kind"])
+    lines = _span(s.get("lines"))
+    if lines is None:
+        raise _Bad(f"a {kind.value} statement without `lines` [first, last]")
+    where = f"the {kind.value} statement at line {lines[0]}"
+    if kind is Kind.OPAQUE:
+        if type(s.get("count")) is not int:
+            raise _Bad(f"{where} has no `count`")
+        return Statement(kind, lines, count=s["count"])
+    if kind in (Kind.TARGET, Kind.ANCESTOR):
+        call = s.get("call")
+        if not isinstance(call, dict) or type(call.get("line")) is not int or not isinstance(call.get("code"), str):
+            raise _Bad(f"{where} has no `call` with a line and code")
+        if kind is Kind.TARGET and not isinstance(call.get("targets"), list):
+            raise _Bad(f"{where} names no `targets`")
+        if kind is Kind.ANCESTOR and not isinstance(call.get("callees"), list):
+            raise _Bad(f"{where} names no `callees`")
+        if type(call.get("index", 0)) is not int:
+            raise _Bad(f"{where}: the call's `index` is not a number")
+        return Statement(kind, lines, call=Call(
+            line=call["line"], code=call["code"], index=call.get("index", 0),
+            targets=_strings(call.get("targets", []), f"{where}: `targets`"),
+            callees=_strings(call.get("callees", []), f"{where}: `callees`")))
+    controls = [c.value for c in Control]
+    if s.get("statement") not in controls:
+        raise _Bad(f"{where} has `statement` {s.get('statement')!r}")
+    statement = Control(s["statement"])
+    conditions = {}
+    for key in ("condition", "iter"):
+        value = s.get(key)
+        if value is None:
+            continue
+        if not (isinstance(value, dict) and isinstance(value.get("code"), str)
+                and value.get("class") in [d.value for d in Decided]):
+            raise _Bad(f"{where} has no `{key}` with code and a class (static, input or dynamic)")
+        conditions[key] = Condition(value["code"], Decided(value["class"]))
+    if statement is Control.IF and "condition" not in conditions:
+        raise _Bad(f"{where} has no `condition`")
+    if statement is not Control.EXIT and not isinstance(s.get("body"), list):
+        raise _Bad(f"{where} has no `body`")
+    items = s.get("items")
+    if items is not None:
+        if not isinstance(items, list):
+            raise _Bad(f"{where}: `items` is a {json_type(items)}")
+        items = _strings(items, f"{where}: `items`")
+    blocks = []
+    for name in BLOCKS:
+        if name in s:
+            if not isinstance(s[name], list):
+                raise _Bad(f"{where}: `{name}` is a {json_type(s[name])}")
+            blocks.append((name, _read_block(s[name], depth + 1)))
+    return Statement(kind, lines, statement=statement, condition=conditions.get("condition"),
+                     iter=conditions.get("iter"), items=items, blocks=tuple(blocks))
+
+
+def _read_unresolved(u: Any) -> Unresolved:
+    if not isinstance(u, dict):
+        raise _Bad(f"an `unresolved` entry is a {json_type(u)}, not an object")
+    where = "an `unresolved` entry: "
+    return Unresolved(
+        function=_field(u, "function", str, where), path=_field(u, "path", str, where),
+        line=_field(u, "line", int, where), call=_field(u, "call", str, where),
+        reason=_field(u, "reason", str, where), receiver_is_self=_field(u, "receiver_is_self", bool, where),
+        reaching_function=_field(u, "reaching_function", bool, where))
+
+
+def _extra_keys(doc: Any, written: Any, path: str = "") -> Iterator[str]:
+    """Where a document holds what the plan it reads to would not write."""
+    if isinstance(doc, dict) and isinstance(written, dict):
+        for key in doc:
+            if key not in written:
+                yield f"{path}{key}"
+            else:
+                yield from _extra_keys(doc[key], written[key], f"{path}{key}.")
+    elif isinstance(doc, list) and isinstance(written, list):
+        for i, (a, b) in enumerate(zip(doc, written)):
+            yield from _extra_keys(a, b, f"{path}{i}.")

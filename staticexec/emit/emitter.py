@@ -28,7 +28,8 @@ from staticexec.analysis.callgraph import calls_in, node_id
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
 from staticexec.messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
 from staticexec.emit.observe import IfLines, SampleRun
-from staticexec.analysis.plan import Plan, statement_blocks, exits, expression_guards
+from staticexec.analysis.plan import Control, Decided, Function, Kind, Plan, Statement
+from staticexec.analysis.planner import statement_blocks, exits, expression_guards
 from staticexec.analysis.resolve import LocalBindings, param_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, load_file, location, parse_function
@@ -56,7 +57,7 @@ class Frame:
 
     index: int
     node: str
-    entry: dict
+    planned: Function  # the plan's analysis of the function
     fn: cst.FunctionDef
     module_globals: dict
     self_obj: Any
@@ -349,7 +350,7 @@ class Emitter:
         root = self.plan.function(self.plan.root)
         if root is None:
             raise Refused([InstanceMismatch(*location(type(self.model)), f"the plan has no analysis of its root {self.plan.root}")])
-        expected = ClassRef.parse(root["self_class"])
+        expected = ClassRef.parse(root.self_class)
         actual = _class_ref(type(self.model))
         if actual != expected:
             raise Refused([InstanceMismatch(*location(type(self.model)), f"the plan is for {expected}, the model is {actual}")])
@@ -373,23 +374,23 @@ class Emitter:
 
     # ----- frames --------------------------------------------------------------------------
 
-    def _parse(self, entry: dict) -> tuple[cst.FunctionDef, int, str]:
-        key = entry["function"]
+    def _parse(self, planned: Function) -> tuple[cst.FunctionDef, int, str]:
+        key = planned.function
         hit = self._parsed.get(key)
         if hit is None:
-            ref = FunctionRef.parse(entry["function"])
+            ref = FunctionRef.parse(planned.function)
             module = importlib.import_module(ref.module)
             sf = load_file(module.__file__, ref.module)
             parsed = parse_function(sf, ref.qualname)
-            if parsed is None or parsed.source_hash != entry["source_hash"]:
-                raise Refused([InstanceMismatch(entry["path"], entry["lines"][0], f"the source of {ref.qualname} changed since the plan was made")])
+            if parsed is None or parsed.source_hash != planned.source_hash:
+                raise Refused([InstanceMismatch(planned.path, planned.lines[0], f"the source of {ref.qualname} changed since the plan was made")])
             hit = (parsed.node, parsed.line_offset, sf.path)
             self._parsed[key] = hit
         return hit
 
-    def _frame(self, node: str, entry: dict, self_obj: Any, rename: bool, result: str) -> Frame:
-        fn, offset, path = self._parse(entry)
-        ref = FunctionRef.parse(entry["function"])
+    def _frame(self, node: str, planned: Function, self_obj: Any, rename: bool, result: str) -> Frame:
+        fn, offset, path = self._parse(planned)
+        ref = FunctionRef.parse(planned.function)
         module = importlib.import_module(ref.module)
         index = self.frames
         self.frames += 1
@@ -398,19 +399,19 @@ class Emitter:
         frame = Frame(
             index=index,
             node=node,
-            entry=entry,
+            planned=planned,
             fn=fn,
             module_globals=vars(module),
             self_obj=self_obj,
             rename=mapping,
             values={},
             result=result,
-            origin_path=entry["path"],
+            origin_path=planned.path,
             line_offset=offset,
             file=path,
         )
         self._import_globals(frame, names)
-        if entry["self_class"] is not None:
+        if planned.self_class is not None:
             self_name = fn.params.params[0].name.value
             frame.values[self_name] = self_obj
             self.module_bindings[frame.local(self_name)] = self._path_expr(self_obj)
@@ -459,10 +460,10 @@ class Emitter:
         position), the module call's arguments are kept for its forward hooks first."""
         fn = frame.fn
         kw = f"kw__{frame.index}"
-        start = frame.entry["lines"][0]
+        start = frame.planned.lines[0]
         self._add(frame, f"{kw} = {kw_code}\n", start)
-        decorators = frame.entry.get("decorators", [])
-        self_name = fn.params.params[0].name.value if frame.entry["self_class"] is not None else None
+        decorators = frame.planned.decorators
+        self_name = fn.params.params[0].name.value if frame.planned.self_class is not None else None
         self_var = frame.local(self_name) if self_name else "None"
         if hooks is not None:
             held, where, n_positional = hooks
@@ -477,7 +478,7 @@ class Emitter:
             try:
                 predicted = runtime.predict_keywords(frame.self_obj, dict(kw_values), decorator, function, where)
             except Exception as exc:  # the wrapper refused what emission knows of the call
-                raise Refused([DecoratorMismatch(frame.entry["path"], start, f"@{decorators[i]} could not run on "
+                raise Refused([DecoratorMismatch(frame.planned.path, start, f"@{decorators[i]} could not run on "
                                                     f"the call's keywords: {type(exc).__name__}: {exc}")]) from exc
             kw_values.clear()
             kw_values.update(predicted)
@@ -523,8 +524,8 @@ class Emitter:
         """Globals holding a decorator object (its expression evaluated as the module did on import)
         and the undecorated function."""
         expression = _code(frame.fn.decorators[index].decorator).strip()
-        decorator = eval(compile(expression, frame.entry["path"], "eval"), frame.module_globals)  # noqa: S307
-        function = _import_object(FunctionRef.parse(frame.entry["function"]))
+        decorator = eval(compile(expression, frame.planned.path, "eval"), frame.module_globals)  # noqa: S307
+        function = _import_object(FunctionRef.parse(frame.planned.function))
         d_alias, f_alias = f"decorator__{frame.index}_{index}", f"function__{frame.index}"
         self.globals[d_alias] = decorator
         self.globals[f_alias] = function
@@ -536,7 +537,7 @@ class Emitter:
         Each wrapper in the table sets `__wrapped__` (functools.wraps); a decorator that wraps
         without it, or one of an inert name that wraps after all, shows up as another count.
         """
-        ref = FunctionRef.parse(frame.entry["function"])
+        ref = FunctionRef.parse(frame.planned.function)
         obj: Any = importlib.import_module(ref.module)
         for part in ref.qualname.split("."):
             obj = inspect.getattr_static(obj, part) if isinstance(obj, type) else getattr(obj, part)
@@ -547,8 +548,8 @@ class Emitter:
             obj = obj.__wrapped__
             links += 1
         if links != wrappers:
-            names = ", ".join(f"@{n}" for n in frame.entry.get("decorators", []))
-            raise Refused([DecoratorMismatch(frame.entry["path"], frame.entry["lines"][0],
+            names = ", ".join(f"@{n}" for n in frame.planned.decorators)
+            raise Refused([DecoratorMismatch(frame.planned.path, frame.planned.lines[0],
                                                 f"{ref.qualname} ({names}) runs under {links} wrapper(s), "
                                                 f"the source declares {wrappers}")])
 
@@ -559,7 +560,7 @@ class Emitter:
             return code, value
         except (ValueError, SyntaxError):
             pass
-        ref = FunctionRef.parse(frame.entry["function"])
+        ref = FunctionRef.parse(frame.planned.function)
         fn = _import_object(ref)
         value = inspect.signature(fn).parameters[param.name.value].default
         alias = f"default__{frame.index}_{param.name.value}"
@@ -567,7 +568,7 @@ class Emitter:
         return alias, value
 
     def _finish(self, frame: Frame) -> None:
-        line = frame.entry["lines"][1]
+        line = frame.planned.lines[1]
         if not frame.returned:
             self._add(frame, f"{frame.result} = None\n", line)
         for state, self_var, d_alias, f_alias in frame.exits:
@@ -577,36 +578,33 @@ class Emitter:
     # ----- statements ----------------------------------------------------------------------
 
     def _body(self, frame: Frame) -> None:
-        self._block(frame, list(frame.fn.body.body), frame.entry["statements"], top=True)
+        self._block(frame, list(frame.fn.body.body), frame.planned.statements, top=True)
 
-    def _block(self, frame: Frame, stmts: list, entries: list[dict], top: bool = False) -> None:
+    def _block(self, frame: Frame, stmts: list, entries: tuple[Statement, ...], top: bool = False) -> None:
         i = 0
         for n, entry in enumerate(entries):
             if frame.returned:
                 return
-            kind = entry["kind"]
-            if kind == "opaque":
-                chunk = stmts[i : i + entry["count"]]
-                i += entry["count"]
-                later = any(e["kind"] != "opaque" for e in entries[n + 1 :])
+            kind = entry.kind
+            if kind is Kind.OPAQUE:
+                chunk = stmts[i : i + entry.count]
+                i += entry.count
+                later = any(e.reaching for e in entries[n + 1 :])
                 self._opaque(frame, chunk, top=top, rest=stmts[i:] if top and not later else None, later=later)
                 if frame.returned:
                     return
                 continue
             stmt = stmts[i]
             i += 1
-            line = entry["lines"][0]
-            self.where = (frame.entry["path"], line)
-            if kind == "target":
+            self.where = (frame.planned.path, entry.first)
+            if kind is Kind.TARGET:
                 self._target(frame, stmt, entry)
-            elif kind == "ancestor":
+            elif kind is Kind.ANCESTOR:
                 self._ancestor(frame, stmt, entry)
-            elif kind == "control" and entry["statement"] == "exit":
+            elif entry.statement is Control.EXIT:
                 self._opaque(frame, [stmt], top=False, rest=None, later=True)
-            elif kind == "control":
+            else:
                 self._control(frame, stmt, entry)
-            else:  # pragma: no cover - plan validation rejects other kinds
-                raise Refused([UnsupportedStatement(frame.entry["path"], line, f"unknown statement kind {kind!r}")])
 
     def _opaque(self, frame: Frame, chunk: list, top: bool, rest: list | None, later: bool) -> None:
         for k, stmt in enumerate(chunk):
@@ -626,10 +624,10 @@ class Emitter:
             if probe is None:
                 probe = _facts("exits")[stmt] = exits(stmt)
             if probe.loop_exit:
-                raise Refused([UnsupportedStatement(frame.entry["path"], line, "`break` / `continue` in code that runs around target calls")])
+                raise Refused([UnsupportedStatement(frame.planned.path, line, "`break` / `continue` in code that runs around target calls")])
             if probe.found:
                 if later or rest is None:
-                    raise Refused([UnsupportedStatement(frame.entry["path"], line, "a `return` nested in code that is followed by target calls")])
+                    raise Refused([UnsupportedStatement(frame.planned.path, line, "a `return` nested in code that is followed by target calls")])
                 self._tail(frame, chunk[k:] + [s for s in rest], line)
                 return
             self._check_opaque_calls(frame, stmt, line)
@@ -652,7 +650,7 @@ class Emitter:
             called = {_code(c.func).strip() for c in cached_calls(stmt)}
             name = stmt.target.value
             if _is_module(items) and self._holds_target(items) and (name in called or f"{name}.forward" in called):
-                raise Refused([InstanceMismatch(frame.entry["path"], line, f"the plan marks this loop as code with no target call, but it "
+                raise Refused([InstanceMismatch(frame.planned.path, line, f"the plan marks this loop as code with no target call, but it "
                                                 f"calls each of `{_code(stmt.iter).strip()}`, which holds targets")])
         for call in cached_calls(stmt):
             func = call.func
@@ -666,7 +664,7 @@ class Emitter:
             except Undecidable:
                 continue
             if _is_module(callee) and self._holds_target(callee):
-                raise Refused([UnresolvedCall(frame.entry["path"], line,
+                raise Refused([UnresolvedCall(frame.planned.path, line,
                                               f"`{_code(func).strip()}` holds targets but is called by opaque code")])
 
     def _remember(self, frame: Frame, name: str, known: object) -> None:
@@ -699,7 +697,7 @@ class Emitter:
                 if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
                     cache[node] = pos.start.line + frame.line_offset
             _facts("lines")[frame.fn] = cache
-        return cache.get(stmt, frame.entry["lines"][0])
+        return cache.get(stmt, frame.planned.lines[0])
 
     def _emit_stmt(self, frame: Frame, stmt: cst.CSTNode, line: int) -> None:
         self._add(frame, rewritten(stmt, frame.rename), line)
@@ -755,11 +753,11 @@ class Emitter:
 
     # target, ancestor, control ------------------------------------------------------------
 
-    def _call_node(self, stmt: cst.CSTNode, entry: dict) -> cst.Call:
+    def _call_node(self, stmt: cst.CSTNode, entry: Statement) -> cst.Call:
         calls = cached_calls(stmt)
-        index = entry["call"].get("index", 0)
+        index = entry.call.index
         if index >= len(calls):
-            raise Refused([InstanceMismatch(self.where[0], entry["lines"][0], "the plan's call site is not in the source")])
+            raise Refused([InstanceMismatch(self.where[0], entry.first, "the plan's call site is not in the source")])
         return calls[index]
 
     def _callee(self, frame: Frame, func: cst.BaseExpression, line: int) -> Any:
@@ -768,7 +766,7 @@ class Emitter:
         if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call) and not func.value.args
                 and isinstance(func.value.func, cst.Name) and func.value.func.value == "super"
                 and frame.self_obj is not None and "super" not in frame.rename):
-            ref = FunctionRef.parse(frame.entry["function"]).owner
+            ref = FunctionRef.parse(frame.planned.function).owner
             if ref is not None:
                 owner = _import_object(FunctionRef(ref.module, ref.name))
                 if isinstance(owner, type) and isinstance(frame.self_obj, owner):
@@ -779,7 +777,7 @@ class Emitter:
         try:
             return evaluate(_code(expr), frame.values, frame.module_globals)
         except Undecidable as exc:
-            raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{_code(expr).strip()}`: {exc}")]) from exc
+            raise Refused([UndecidedCondition(frame.planned.path, line, f"`{_code(expr).strip()}`: {exc}")]) from exc
 
     def _expression_guards(self, frame: Frame, stmt: cst.CSTNode, call: cst.Call, line: int) -> tuple[bool, tuple]:
         """Decide the conditional expressions and `and` / `or` operands that guard a reaching call.
@@ -790,7 +788,7 @@ class Emitter:
         choose = []
         for guard in expression_guards(stmt, call):
             if guard.test is None:
-                raise Refused([UnsupportedStatement(frame.entry["path"], line, f"a reaching call inside a {guard.label}")])
+                raise Refused([UnsupportedStatement(frame.planned.path, line, f"a reaching call inside a {guard.label}")])
             runs = guard.runs(self._decide(frame, guard.test, line))
             choose.append((guard.owner, guard.side if runs else guard.other()))
             if not runs:
@@ -802,8 +800,8 @@ class Emitter:
         self._add(frame, self._returning(frame, stmt, choose=choose), line)
         self._forget_stores(frame, stmt)
 
-    def _target(self, frame: Frame, stmt: cst.CSTNode, entry: dict) -> None:
-        line = entry["lines"][0]
+    def _target(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
+        line = entry.first
         call = self._call_node(stmt, entry)
         runs, choose = self._expression_guards(frame, stmt, call, line)
         if not runs:
@@ -816,7 +814,7 @@ class Emitter:
             return
         path = self._path_expr(module)
         if path in self.called_targets:
-            raise Refused([UnsupportedStatement(frame.entry["path"], line, f"{path} would be called twice")])
+            raise Refused([UnsupportedStatement(frame.planned.path, line, f"{path} would be called twice")])
         self.called_targets.append(path)
         code = self._returning(frame, stmt, choose=choose)
         self._add(frame, code, line, target=self.paths[id(module)])
@@ -832,13 +830,13 @@ class Emitter:
             frame.returned = True
             return "\n".join(lines[:first] + [f"{frame.result} = {body}"]) + "\n"
         if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in stmt.body):
-            raise Refused([UnsupportedStatement(frame.entry["path"], self._line_of(frame, stmt),
+            raise Refused([UnsupportedStatement(frame.planned.path, self._line_of(frame, stmt),
                                                 "a `return` sharing its line with other statements")])
         return code
 
     def _not_a_target(self, frame: Frame, stmt: cst.CSTNode, module: Any, line: int) -> None:
         if self._holds_target(module):
-            raise Refused([InstanceMismatch(frame.entry["path"], line, f"{type(module).__name__} holds targets but the plan does not analyse it")])
+            raise Refused([InstanceMismatch(frame.planned.path, line, f"{type(module).__name__} holds targets but the plan does not analyse it")])
         self._emit_stmt(frame, stmt, line)
         self._forget_stores(frame, stmt)
 
@@ -847,8 +845,8 @@ class Emitter:
             return False
         return any(type(m).__name__ in self.targets for m in module.modules())
 
-    def _ancestor(self, frame: Frame, stmt: cst.CSTNode, entry: dict) -> None:
-        line = entry["lines"][0]
+    def _ancestor(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
+        line = entry.first
         call = self._call_node(stmt, entry)
         runs, choose = self._expression_guards(frame, stmt, call, line)
         if not runs:
@@ -871,17 +869,17 @@ class Emitter:
             fn = callee
             self_obj = None
         else:
-            raise Refused([UnresolvedCall(frame.entry["path"], line, f"`{_code(call.func).strip()}` is a {type(callee).__name__} at emit time")])
+            raise Refused([UnresolvedCall(frame.planned.path, line, f"`{_code(call.func).strip()}` is a {type(callee).__name__} at emit time")])
         nid = node_id(_function_ref(fn), _class_ref(type(self_obj)) if self_obj is not None else None)
-        entry2 = self.plan.function(nid)
-        if entry2 is None:
+        planned = self.plan.function(nid)
+        if planned is None:
             if self_obj is not None and not self._holds_target(self_obj):
                 self._emit_stmt(frame, stmt, line)
                 self._forget_stores(frame, stmt)
                 return
-            raise Refused([InstanceMismatch(frame.entry["path"], line, f"the plan has no analysis of {nid}")])
+            raise Refused([InstanceMismatch(frame.planned.path, line, f"the plan has no analysis of {nid}")])
         result = f"ret__{self.frames}"
-        inner = self._frame(nid, entry2, self_obj, rename=True, result=result)
+        inner = self._frame(nid, planned, self_obj, rename=True, result=result)
         inner.scopes = frame.scopes
         kw_code, kw_values, open_kw = self._call_kwargs(frame, inner, call, self_obj is not None or autograd, line)
         if autograd:  # `Fn.apply(...)` gives the forward a fresh context as its first argument
@@ -914,7 +912,7 @@ class Emitter:
         for arg in call.args:
             code = _code(arg.value.visit(_Rewrite(frame.rename))).strip()
             if arg.star == "*":
-                raise Refused([UnsupportedStatement(frame.entry["path"], line, "`*args` passed to an inlined call")])
+                raise Refused([UnsupportedStatement(frame.planned.path, line, "`*args` passed to an inlined call")])
             if arg.star == "**":
                 items.append(f"**{code}")
                 splat = self._arg_value(frame, arg.value)
@@ -935,7 +933,7 @@ class Emitter:
             items.append(f"{arg.keyword.value!r}: {code}")
             values[arg.keyword.value] = self._arg_value(frame, arg.value)
         if extra_positional:
-            raise Refused([UnsupportedStatement(frame.entry["path"], line, "more positional arguments than parameters in an inlined call")])
+            raise Refused([UnsupportedStatement(frame.planned.path, line, "more positional arguments than parameters in an inlined call")])
         return "{" + ", ".join(items) + "}", values, open_kw
 
     def _arg_value(self, frame: Frame, expr: cst.BaseExpression) -> object:
@@ -946,28 +944,28 @@ class Emitter:
                 return PRESENT
             return UNKNOWN
 
-    def _control(self, frame: Frame, stmt: cst.CSTNode, entry: dict) -> None:
-        line = entry["lines"][0]
-        kind = entry["statement"]
+    def _control(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
+        line = entry.first
+        kind = entry.statement.value
         if kind == "if":
-            taken = self._decide(frame, stmt.test, line, dynamic=entry["condition"]["class"] == "dynamic", stmt=stmt)
+            taken = self._decide(frame, stmt.test, line, dynamic=entry.condition.decided is Decided.DYNAMIC, stmt=stmt)
             blocks = dict(statement_blocks(stmt))
             if taken:
-                self._block(frame, blocks["body"], entry["body"])
+                self._block(frame, blocks["body"], entry.block("body"))
             else:
-                self._block(frame, blocks.get("orelse", []), entry.get("orelse", []))
+                self._block(frame, blocks.get("orelse", []), entry.block("orelse"))
         elif kind == "for":
             self._unroll(frame, stmt, entry, line)
         elif kind == "with":
             items = ", ".join(_code(i.visit(_Rewrite(frame.rename))).strip() for i in stmt.items)
             if any(i.asname is not None for i in stmt.items):
-                raise Refused([UnsupportedStatement(frame.entry["path"], line, "`with ... as` around target calls")])
+                raise Refused([UnsupportedStatement(frame.planned.path, line, "`with ... as` around target calls")])
             saved = frame.scopes
             frame.scopes = frame.scopes + (items,)
-            self._block(frame, list(stmt.body.body), entry["body"])
+            self._block(frame, list(stmt.body.body), entry.block("body"))
             frame.scopes = saved
         else:
-            raise Refused([UnsupportedStatement(frame.entry["path"], line, f"`{kind}` around target calls")])
+            raise Refused([UnsupportedStatement(frame.planned.path, line, f"`{kind}` around target calls")])
 
     def _decide(self, frame: Frame, test: cst.BaseExpression, line: int, dynamic: bool = False, stmt: cst.If | None = None) -> bool:
         """Which branch of an `if` around target calls runs for the sample.
@@ -986,11 +984,11 @@ class Emitter:
             taken = truth(value)
         except Undecidable as exc:
             if dynamic:
-                raise Refused([DynamicCondition(frame.entry["path"], line, f"`{code}`")]) from exc
+                raise Refused([DynamicCondition(frame.planned.path, line, f"`{code}`")]) from exc
             taken = self._observed(frame, stmt, line, occurrence) if stmt is not None else None
             if taken is None:
                 why = f"; {self.sample_run.failure}" if self.sample_run.failure else ""
-                raise Refused([UndecidedCondition(frame.entry["path"], line, f"`{code}`: {exc}{why}")]) from exc
+                raise Refused([UndecidedCondition(frame.planned.path, line, f"`{code}`: {exc}{why}")]) from exc
         check = _code(test.visit(_Rewrite(frame.rename))).strip()
         where = self._origin(frame, line)
         self._add(frame, f"{RUNTIME}.expect_branch(bool({check}), {taken!r}, {where!r}, {code!r})\n", line)
@@ -1009,14 +1007,14 @@ class Emitter:
             after = self._line_of(frame, orelse if isinstance(orelse, cst.If) else orelse.body.body[0])
         return self.sample_run.branch(IfLines(frame.file, (line, test_end), body, after), occurrence)
 
-    def _unroll(self, frame: Frame, stmt: cst.For, entry: dict, line: int) -> None:
+    def _unroll(self, frame: Frame, stmt: cst.For, entry: Statement, line: int) -> None:
         items = list(self._concrete(frame, stmt.iter, line))
         for item in items:
             if frame.returned:
                 return
             self._bind_loop_target(frame, stmt.target, item, line)
             try:
-                self._block(frame, list(stmt.body.body), entry["body"])
+                self._block(frame, list(stmt.body.body), entry.block("body"))
             except _LoopExit as exit_:
                 if exit_.kind == "break":
                     return
@@ -1025,12 +1023,12 @@ class Emitter:
         if isinstance(target, (cst.Tuple, cst.List)):
             parts = list(value)
             if len(parts) != len(target.elements):
-                raise Refused([UnsupportedStatement(frame.entry["path"], line, "loop target does not unpack")])
+                raise Refused([UnsupportedStatement(frame.planned.path, line, "loop target does not unpack")])
             for el, part in zip(target.elements, parts):
                 self._bind_loop_target(frame, el.value, part, line)
             return
         if not isinstance(target, cst.Name):
-            raise Refused([UnsupportedStatement(frame.entry["path"], line, "a loop target that is not a name")])
+            raise Refused([UnsupportedStatement(frame.planned.path, line, "a loop target that is not a name")])
         name = target.value
         local = frame.local(name)
         frame.values[name] = value
@@ -1056,15 +1054,15 @@ class Emitter:
         for m in self.model.modules():
             classes.setdefault(_class_ref(type(m)), []).append(m)
         problems: list[Message] = []
-        for item in self.plan.doc.get("unresolved", []):
-            if not item.get("receiver_is_self"):
+        for item in self.plan.unresolved:
+            if not item.receiver_is_self:
                 continue
-            node = item["function"]
+            node = item.function
             self_class = node.partition("[")[2].rstrip("]") or None
-            entry = self.plan.function(node)
+            planned = self.plan.function(node)
             cls = None
-            if entry is not None and entry.get("self_class"):
-                cls = ClassRef.parse(entry["self_class"])
+            if planned is not None and planned.self_class:
+                cls = ClassRef.parse(planned.self_class)
             elif self_class:
                 cls = ClassRef.parse(self_class) if ":" in self_class else ClassRef(node.partition(":")[0], self_class)
             else:
@@ -1073,17 +1071,17 @@ class Emitter:
             if cls is None:
                 continue
             for m in classes.get(cls, []):
-                expr = item["call"].partition("(")[0]
+                expr = item.call.partition("(")[0]
                 obj = self._receiver(m, expr)
                 if obj is not None and self._holds_target(obj):
-                    problems.append(UnresolvedCall(item["path"], item["line"], f"`{item['call']}`: {item['reason']}"))
+                    problems.append(UnresolvedCall(item.path, item.line, f"`{item.call}`: {item.reason}"))
                     break
         if problems:
             raise Refused(problems)
 
     def _check_containment(self) -> None:
         """No target may sit below a module whose forward the analysis skipped as unable to hold one."""
-        skipped = set(self.plan.doc.get("not_analysed", []))
+        skipped = set(self.plan.not_analysed)
         if not skipped:
             return
         inside: list[str] = []

@@ -19,14 +19,15 @@ from functools import lru_cache
 from typing import Any
 
 from staticexec.messages import Message, StaleSource
+from staticexec.analysis.plan import Plan
 from staticexec.analysis.source import FunctionRef
 
 
-def stale_source_refusals(plan_doc: dict) -> list[Message]:
+def stale_source_refusals(plan: Plan) -> list[Message]:
     """A StaleSource for each planned function whose file on disk no longer compiles to the imported code."""
     out: list[Message] = []
-    for entry in plan_doc.get("functions", {}).values():
-        ref = FunctionRef.parse(entry.get("function", ""))
+    for fn in plan.functions.values():
+        ref = FunctionRef.parse(fn.function)
         live = _imported_function(ref)
         if live is None:
             continue
@@ -40,9 +41,8 @@ def stale_source_refusals(plan_doc: dict) -> list[Message]:
             continue
         on_disk = _compiled(path, text).get(live.__code__.co_qualname)
         if on_disk is None or _shape(on_disk) != _shape(live.__code__):
-            line = entry.get("lines", [0])[0] or live.__code__.co_firstlineno
-            out.append(StaleSource(entry.get("path", path), line,
-                                   f"{ref.qualname} in {entry.get('path', path)} changed since {ref.module} was imported; "
+            out.append(StaleSource(fn.path, fn.lines[0],
+                                   f"{ref.qualname} in {fn.path} changed since {ref.module} was imported; "
                                    "restart Python (or reload the module) so the plan and the model agree"))
     return out
 

@@ -28,6 +28,7 @@ import inspect
 from typing import Any
 
 from staticexec.messages import InstanceHook, Message, Refused, ReplacedForward
+from staticexec.analysis.plan import Plan
 from staticexec.emit.validate import relative
 
 HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
@@ -106,10 +107,10 @@ def _tensors(value: Any) -> list:
     return []
 
 
-def instance_refusals(model: Any, plan_doc: dict, sample: Any = None) -> list[Message]:
+def instance_refusals(model: Any, plan: Plan, sample: Any = None) -> list[Message]:
     """The global and module hooks and replaced forwards that inlining the forwards would skip, one message each."""
-    targets = set(plan_doc.get("targets", {}))
-    analysed = _analysed_forwards(plan_doc)
+    targets = set(plan.targets)
+    analysed = _analysed_forwards(plan)
     out: list[Message] = []
     out += _global_hooks()
     for path, module in inlined_modules(model, targets):
@@ -139,28 +140,27 @@ def instance_refusals(model: Any, plan_doc: dict, sample: Any = None) -> list[Me
     return out
 
 
-def check_instance(model: Any, plan_doc: dict, sample: Any = None) -> None:
+def check_instance(model: Any, plan: Plan, sample: Any = None) -> None:
     """Refuse a model instance that would not run the planned code: hooks, replaced forwards, stale files."""
     from staticexec.emit.imported import stale_source_refusals
     from staticexec.emit.validate import check_plan_is_for
 
-    root = plan_doc.get("functions", {}).get(plan_doc.get("root", ""), {})
-    if root.get("self_class"):
-        check_plan_is_for(root["self_class"], model)
-    refusals = instance_refusals(model, plan_doc, sample) + stale_source_refusals(plan_doc)
+    root = plan.function(plan.root)
+    if root is not None and root.self_class:
+        check_plan_is_for(root.self_class, model)
+    refusals = instance_refusals(model, plan, sample) + stale_source_refusals(plan)
     if refusals:
         raise Refused(refusals)
 
 
-def _analysed_forwards(plan_doc: dict) -> dict[str, set[str]]:
+def _analysed_forwards(plan: Plan) -> dict[str, set[str]]:
     """Class (`module:Class`) -> the forwards the plan analysed for instances of it."""
     out: dict[str, set[str]] = {}
-    for entry in plan_doc.get("functions", {}).values():
-        function = entry.get("function", "")
-        if not function.endswith(".forward"):
+    for fn in plan.functions.values():
+        if not fn.function.endswith(".forward"):
             continue
-        owner = entry.get("self_class") or function.rpartition(".")[0]
-        out.setdefault(owner, set()).add(function)
+        owner = fn.self_class or fn.function.rpartition(".")[0]
+        out.setdefault(owner, set()).add(fn.function)
     return out
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from staticexec.messages import InstanceMismatch, Refused, UsageError
+from staticexec.analysis.plan import json_type
 from staticexec.analysis.source import location
 
 
@@ -133,103 +134,13 @@ def writable_folder(path: str) -> None:
 def check_index(index: Any, where: str) -> None:
     """An index.json as `staticexec plan --all` writes it: architectures -> rows with a status."""
     if not isinstance(index, dict):
-        raise UsageError(f"{where}: malformed index: a JSON object is expected, not a {_json_type(index)}")
+        raise UsageError(f"{where}: malformed index: a JSON object is expected, not a {json_type(index)}")
     rows = index.get("architectures")
     if not isinstance(rows, dict):
-        raise UsageError(f"{where}: malformed index: `architectures` is {'missing' if rows is None else 'a ' + _json_type(rows)}, "
+        raise UsageError(f"{where}: malformed index: `architectures` is {'missing' if rows is None else 'a ' + json_type(rows)}, "
                          "not an object of architecture -> row")
     for arch, row in sorted(rows.items()):
         if not isinstance(row, dict):
-            raise UsageError(f"{where}: malformed index: the row of {arch} is a {_json_type(row)}, not an object")
+            raise UsageError(f"{where}: malformed index: the row of {arch} is a {json_type(row)}, not an object")
         if not isinstance(row.get("status"), str):
             raise UsageError(f"{where}: malformed index: the row of {arch} has no status")
-
-
-PLAN_KINDS = ("target", "ancestor", "control", "opaque")
-CONTROL_STATEMENTS = ("if", "for", "while", "with", "try", "exit")
-
-
-def plan_problem(doc: Any) -> str:
-    """'' for a plan document every consumer can read; else the first malformed field, in words."""
-    if not isinstance(doc, dict):
-        return f"a plan is a JSON object, not a {_json_type(doc)}"
-    missing = [k for k in ("schema", "architecture", "root", "targets", "functions") if k not in doc]
-    if missing:
-        return f"not a plan (missing {', '.join(missing)})"
-    for key, kind in (("architecture", str), ("root", str), ("targets", dict), ("functions", dict)):
-        if not isinstance(doc[key], kind):
-            return f"`{key}` is a {_json_type(doc[key])}, not {'a string' if kind is str else 'an object'}"
-    for key in ("model_types", "unresolved", "not_analysed"):
-        if key in doc and not isinstance(doc[key], list):
-            return f"`{key}` is a {_json_type(doc[key])}, not a list"
-    if not all(isinstance(v, str) for v in doc["targets"].values()):
-        return "`targets` maps class names to `module:Class` strings"
-    if doc["root"] not in doc["functions"]:
-        return f"the root {doc['root']} has no entry in `functions`"
-    for node, entry in doc["functions"].items():
-        problem = _function_problem(entry)
-        if problem:
-            return f"function {node}: {problem}"
-    return ""
-
-
-def _function_problem(entry: Any) -> str:
-    if not isinstance(entry, dict):
-        return f"a {_json_type(entry)}, not an object"
-    for key, kind in (("function", str), ("path", str), ("source_hash", str), ("lines", list), ("params", list),
-                      ("statements", list)):
-        if key not in entry:
-            return f"no `{key}`"
-        if not isinstance(entry[key], kind):
-            return f"`{key}` is a {_json_type(entry[key])}"
-    if "self_class" not in entry:
-        return "no `self_class`"
-    if entry["self_class"] is not None and not isinstance(entry["self_class"], str):
-        return "`self_class` is not a string"
-    if not isinstance(entry.get("decorators", []), list):
-        return "`decorators` is not a list"
-    return _statements_problem(entry["statements"])
-
-
-def _statements_problem(statements: list, depth: int = 0) -> str:
-    if depth > 50:
-        return "statements nest too deep"
-    for s in statements:
-        if not isinstance(s, dict):
-            return f"a statement is a {_json_type(s)}, not an object"
-        kind, lines = s.get("kind"), s.get("lines")
-        if kind not in PLAN_KINDS:
-            return f"a statement of kind {kind!r} (expected one of {', '.join(PLAN_KINDS)})"
-        if not (isinstance(lines, list) and len(lines) == 2 and all(isinstance(n, int) and n > 0 for n in lines)):
-            return f"a {kind} statement without `lines` [first, last]"
-        where = f"the {kind} statement at line {lines[0]}"
-        if kind == "opaque" and not isinstance(s.get("count"), int):
-            return f"{where} has no `count`"
-        if kind in ("target", "ancestor"):
-            call = s.get("call")
-            if not isinstance(call, dict) or not isinstance(call.get("line"), int) or not isinstance(call.get("code"), str):
-                return f"{where} has no `call` with a line and code"
-            if kind == "target" and not isinstance(call.get("targets"), list):
-                return f"{where} names no `targets`"
-            if kind == "ancestor" and not isinstance(call.get("callees"), list):
-                return f"{where} names no `callees`"
-        if kind == "control":
-            if s.get("statement") not in CONTROL_STATEMENTS:
-                return f"{where} has `statement` {s.get('statement')!r}"
-            if s["statement"] == "if" and not (isinstance(s.get("condition"), dict) and "code" in s["condition"]):
-                return f"{where} has no `condition`"
-            if s["statement"] != "exit" and not isinstance(s.get("body"), list):
-                return f"{where} has no `body`"
-            for block in ("body", "orelse", "handler", "finally"):
-                if block in s:
-                    if not isinstance(s[block], list):
-                        return f"{where}: `{block}` is a {_json_type(s[block])}"
-                    problem = _statements_problem(s[block], depth + 1)
-                    if problem:
-                        return problem
-    return ""
-
-
-def _json_type(value: Any) -> str:
-    return {dict: "object", list: "list", str: "string", int: "number", float: "number", bool: "boolean",
-            type(None): "null"}.get(type(value), type(value).__name__)

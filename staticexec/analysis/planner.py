@@ -1,0 +1,543 @@
+"""Stage 4, planner: classify every statement of every reaching function.
+
+Each statement is `target` (calls a target), `ancestor` (calls a reaching
+function), `control` (an `if` / `for` / `with` that contains reaching
+statements, or an `if` whose early `return` decides whether they run) or
+`opaque` (everything else, copied verbatim when emitting). What it gives is a
+`Plan` (plan.py), written as the JSON document of docs/plan-format.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+from staticexec.version import __version__, transformers_version
+from staticexec.analysis.callgraph import CallGraph, CallGraphBuilder, CallSite, FunctionAnalysis, calls_in
+from staticexec.analysis.conditions import ConditionClassifier
+from staticexec.analysis.decorators import decorator_names, unsupported_decorators
+from staticexec.messages import (
+    DynamicCondition,
+    DynamicLoop,
+    Message,
+    NoCallPath,
+    Refused,
+    ShadowedName,
+    UnresolvedCall,
+    UnsupportedDecorator,
+    UnsupportedStatement,
+)
+from staticexec.analysis.mutations import mutation_refusals
+from staticexec.analysis.plan import SCHEMA_VERSION, Call, Condition, Control, Decided, Function, Kind, Plan, Statement, Unresolved
+from staticexec.analysis.resolve import Resolver
+from staticexec.analysis.source import ClassRef
+
+COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar) if hasattr(cst, "TryStar") else (
+    cst.If, cst.For, cst.While, cst.With, cst.Try,
+)
+
+
+def _header(stmt: cst.CSTNode) -> list[cst.CSTNode]:
+    """The expressions a compound statement evaluates itself (not its body)."""
+    if isinstance(stmt, cst.If):
+        return [stmt.test]
+    if isinstance(stmt, (cst.For,)):
+        return [stmt.iter]
+    if isinstance(stmt, cst.While):
+        return [stmt.test]
+    if isinstance(stmt, cst.With):
+        return [item.item for item in stmt.items]
+    return []
+
+
+def statement_blocks(stmt: cst.CSTNode) -> list[tuple[str, list[cst.CSTNode]]]:
+    """The blocks of a compound statement by the plan's names for them (`body`, `orelse`, `handlers`, ...)."""
+    if isinstance(stmt, cst.If):
+        orelse = []
+        if isinstance(stmt.orelse, cst.If):
+            orelse = [stmt.orelse]
+        elif isinstance(stmt.orelse, cst.Else):
+            orelse = list(stmt.orelse.body.body)
+        return [("body", list(stmt.body.body)), ("orelse", orelse)]
+    if isinstance(stmt, (cst.For, cst.While)):
+        orelse = list(stmt.orelse.body.body) if stmt.orelse else []
+        return [("body", list(stmt.body.body)), ("orelse", orelse)]
+    if isinstance(stmt, cst.With):
+        return [("body", list(stmt.body.body))]
+    if isinstance(stmt, cst.Try):
+        blocks = [("body", list(stmt.body.body))]
+        for h in stmt.handlers:
+            blocks.append(("handler", list(h.body.body)))
+        if stmt.orelse:
+            blocks.append(("orelse", list(stmt.orelse.body.body)))
+        if stmt.finalbody:
+            blocks.append(("finally", list(stmt.finalbody.body.body)))
+        return blocks
+    return []
+
+
+class _Exits(cst.CSTVisitor):
+    """Whether a statement may `return`, or `break` / `continue` the loop it is in."""
+
+    def __init__(self) -> None:
+        self.found = False
+        self.loop_exit = False
+        self._loops = 0
+
+    def visit_Return(self, node: cst.Return) -> None:
+        """Record a `return`."""
+        self.found = True
+
+    def visit_Break(self, node: cst.Break) -> None:
+        """Record a `break` that leaves the enclosing loop (not one inside the statement)."""
+        self.loop_exit |= self._loops == 0
+
+    def visit_Continue(self, node: cst.Continue) -> None:
+        """Record a `continue` of the enclosing loop (not one inside the statement)."""
+        self.loop_exit |= self._loops == 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        """Skip nested functions: their exits are their own."""
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        """Skip lambdas."""
+        return False
+
+    def visit_For(self, node: cst.For) -> None:
+        """Enter a loop inside the statement."""
+        self._loops += 1
+
+    def leave_For(self, node: cst.For) -> None:
+        """Leave a loop inside the statement."""
+        self._loops -= 1
+
+    def visit_While(self, node: cst.While) -> None:
+        """Enter a loop inside the statement."""
+        self._loops += 1
+
+    def leave_While(self, node: cst.While) -> None:
+        """Leave a loop inside the statement."""
+        self._loops -= 1
+
+
+def exits(stmt: cst.CSTNode) -> _Exits:
+    """Whether a statement may `return`, or `break` / `continue` the loop around it (an `_Exits` after the visit)."""
+    v = _Exits()
+    stmt.visit(v)
+    return v
+
+
+class FunctionPlanner:
+    """Classifies the statements of one reaching function."""
+
+    def __init__(self, graph: CallGraph, analysis: FunctionAnalysis, reaching: set[str], refusals: list[Message]):
+        self.graph = graph
+        self.root = graph.root
+        self.a = analysis
+        self.ctx = analysis.ctx
+        self.reaching = reaching
+        self.refusals = refusals
+        self_name = self.ctx.params[0] if analysis.self_class is not None and self.ctx.params else None
+        self.guards = 0
+        self.conditions = ConditionClassifier(self_name, self.ctx.params[1:] if self_name else self.ctx.params, self.ctx.locals)
+
+    def refuse(self, cls: type[Message], node: cst.CSTNode, detail: str) -> None:
+        """Record a refusal of the given kind at a node's line."""
+        self.refusals.append(cls(self.ctx.sf.relpath, self.ctx.line(node), detail))
+
+    def reaching_sites(self, node: cst.CSTNode) -> tuple[list[CallSite], list[CallSite]]:
+        """The target calls and reaching-function calls in a node, each with its index among the node's calls."""
+        targets, ancestors = [], []
+        for index, call in enumerate(calls_in(node)):
+            site = self.a.calls.get(call)
+            if site is None:
+                continue
+            if site.targets:
+                targets.append((site, index))
+            elif any(c in self.reaching for c in site.callees):
+                ancestors.append((site, index))
+            if site.args_hold_targets and site.unresolved and not site.targets:
+                self.refuse(UnresolvedCall, call, f"`{site.code}` passes target modules to a callee that is not resolved ({site.unresolved or 'unknown callee'})")
+        return targets, ancestors
+
+    def refuse_guarded_call(self, stmt: cst.CSTNode, site: CallSite) -> None:
+        """A reaching call inside `a if c else b` or `c and f()` is decided when emitting, like an `if`,
+        when `c` is a config value or an input; on a tensor value, or inside a comprehension, it is refused."""
+        for call, guards in _guarded_calls(stmt):
+            if self.ctx.line(call) != site.line or self.ctx.column(call) != site.column:
+                continue
+            for guard, test in guards:
+                if test is None:
+                    self.refuse(UnsupportedStatement, call, f"a reaching call inside a {guard}: `{site.code}`")
+                elif self.conditions.classify(test) == "dynamic":
+                    self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard})")
+
+    def block(self, stmts: list[cst.CSTNode], in_loop: bool = False) -> tuple[Statement, ...]:
+        """Plan a block; an opaque statement that may exit before later reaching code is made control or refused."""
+        entries = [self.statement(s, in_loop=in_loop) for s in stmts]
+        # an `if` that may return (or leave an unrolled loop) decides whether later reaching code runs
+        for i, (stmt, entry) in enumerate(zip(stmts, entries)):
+            if entry.reaching:
+                continue
+            probe = exits(stmt)
+            later = any(e.reaching for e in entries[i + 1 :])
+            if not ((probe.found and later) or (probe.loop_exit and in_loop)):
+                continue
+            if isinstance(stmt, cst.If):
+                entries[i] = self.statement(stmt, early_exit=True, in_loop=in_loop)
+            elif isinstance(stmt, cst.SimpleStatementLine) and probe.loop_exit:
+                entries[i] = Statement(Kind.CONTROL, self.ctx.span(stmt), statement=Control.EXIT)
+            else:
+                self.refuse(UnsupportedStatement, stmt, "a `return`, `break` or `continue` inside this statement may skip target calls")
+        return _merge_opaque(entries)
+
+    def statement(self, stmt: cst.CSTNode, early_exit: bool = False, in_loop: bool = False) -> Statement:
+        """A statement's entry: opaque, target, ancestor or control (with its blocks); refuses what can't be cut."""
+        lines = tuple(self.ctx.span(stmt))
+        opaque = Statement(Kind.OPAQUE, lines, count=1)
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return opaque
+        header = _header(stmt) if isinstance(stmt, COMPOUND) else [stmt]
+        targets: list[CallSite] = []
+        ancestors: list[CallSite] = []
+        for h in header:
+            t, a = self.reaching_sites(h)
+            targets += t
+            ancestors += a
+        if not isinstance(stmt, COMPOUND):
+            if not targets and not ancestors:
+                return opaque
+            if len(targets) + len(ancestors) > 1:
+                self.refuse(UnsupportedStatement, stmt, "one statement makes several reaching calls; it can't be cut between them")
+            for site, _ in targets + ancestors:
+                self.refuse_guarded_call(stmt, site)
+            site, index = (targets or ancestors)[0]
+            return Statement(Kind.TARGET if targets else Kind.ANCESTOR, lines, call=_site_call(site, self.reaching, index))
+        if targets or ancestors:
+            self.refuse(UnsupportedStatement, stmt, "a reaching call in the header of a compound statement")
+        cls = self.conditions.classify(stmt.test) if isinstance(stmt, cst.If) else None
+        decided = cls in ("static", "input")
+        self.guards += decided
+        try:
+            blocks = {name: self.block(body, in_loop=in_loop) for name, body in statement_blocks(stmt)}
+            if isinstance(stmt, cst.For) and any(e.reaching for b in blocks.values() for e in b):
+                # a loop that is unrolled: its `break` / `continue` must be decided too
+                blocks = {name: self.block(body, in_loop=True) for name, body in statement_blocks(stmt)}
+        finally:
+            self.guards -= decided
+        inner = any(e.reaching for b in blocks.values() for e in b)
+        if not inner and not early_exit:
+            return opaque
+        fields: dict = {"statement": Control(type(stmt).__name__.lower())}
+        if isinstance(stmt, cst.If):
+            fields["condition"] = Condition(" ".join(self.ctx.code(stmt.test).split()), Decided(cls))
+            if cls == "dynamic" and not self.guards and self.a.node == self.root:
+                # elsewhere (a function reached through a branch decided per input) the refusal waits
+                # for emission, which refuses only if it reaches the condition and can't decide it
+                self.refuse(DynamicCondition, stmt, f"`{self.ctx.code(stmt.test)}`")
+        elif isinstance(stmt, cst.For):
+            fields["iter"] = Condition(self.ctx.code(stmt.iter), Decided(self.conditions.iterable(stmt.iter)))
+            if stmt.orelse is not None:
+                self.refuse(UnsupportedStatement, stmt, "a `for ... else` around target calls")
+            for body_stmt in stmt.body.body:
+                if exits(body_stmt).found:
+                    self.refuse(UnsupportedStatement, body_stmt, "a `return` inside a loop over targets")
+                    break
+        elif isinstance(stmt, cst.While):
+            self.refuse(DynamicLoop, stmt, f"`while {self.ctx.code(stmt.test)}`")
+        elif isinstance(stmt, cst.Try):
+            self.refuse(UnsupportedStatement, stmt, "a `try` around target calls")
+        elif isinstance(stmt, cst.With):
+            fields["items"] = tuple(self.ctx.code(item) for item in stmt.items)
+            for item in stmt.items:
+                if not self.reenterable(item.item):
+                    self.refuse(UnsupportedStatement, stmt, f"`with {self.ctx.code(item.item)}` around target calls is re-entered by every subgraph, and it is not known to be safe to re-enter")
+        return Statement(Kind.CONTROL, lines, blocks=tuple((k, v) for k, v in blocks.items() if v or k == "body"), **fields)
+
+
+    def reenterable(self, node: cst.BaseExpression, depth: int = 0) -> bool:
+        """A context manager that only sets a mode (grad, autocast): entering it once per subgraph is exact."""
+        if isinstance(node, cst.Call):
+            return _dotted(node.func).rpartition(".")[2] in REENTERABLE_CONTEXTS
+        if isinstance(node, cst.IfExp):
+            return self.reenterable(node.body, depth) and self.reenterable(node.orelse, depth)
+        if isinstance(node, cst.Name) and depth < 3:
+            bound = self.ctx.locals.get(node.value) or []
+            return bool(bound) and all(kind == "expr" and self.reenterable(value, depth + 1) for kind, value, _ in bound)
+        return False
+
+
+# context managers that set a mode and restore it: re-entering one per subgraph changes nothing
+REENTERABLE_CONTEXTS = {
+    "no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "autocast", "nullcontext",
+    "sdpa_kernel", "disable", "device",
+}
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _guarded_calls(stmt: cst.CSTNode):
+    """(call, [(guard, test)]) for every call in a statement that runs only under a condition in an
+    expression: the branches of `a if c else b`, what follows the first operand of `and` / `or`
+    (test: that operand), and the element of a comprehension (test None)."""
+    return [(call, [(g.label, g.test) for g in guards]) for call, guards in _calls_with_guards(stmt)]
+
+
+@dataclass(frozen=True, eq=False)
+class ExpressionGuard:
+    """A condition inside a statement that decides whether a call in it runs.
+
+    `owner` is the `a if c else b` or `a and b` / `a or b` node, `side` the part that holds the
+    call (`body` / `orelse` of a conditional expression, `right` of a boolean operation), `test`
+    the expression that decides it (None for the element of a comprehension)."""
+
+    label: str
+    owner: cst.CSTNode
+    side: str
+    test: cst.BaseExpression | None
+
+    def runs(self, truth: bool) -> bool:
+        """Whether the side holding the call runs when `test` has this truth value."""
+        if isinstance(self.owner, cst.IfExp):
+            return truth if self.side == "body" else not truth
+        return truth if isinstance(self.owner.operator, cst.And) else not truth
+
+    def other(self) -> str:
+        """The side whose value the expression takes when the call's side does not run."""
+        return {"body": "orelse", "orelse": "body", "right": "left"}[self.side]
+
+
+def expression_guards(stmt: cst.CSTNode, call: cst.Call) -> list[ExpressionGuard]:
+    """The guards around one call of a statement, outermost first."""
+    for node, guards in _calls_with_guards(stmt):
+        if node is call:
+            return guards
+    return []
+
+
+def _calls_with_guards(stmt: cst.CSTNode) -> list[tuple[cst.Call, list[ExpressionGuard]]]:
+    out = []
+
+    def visit(node: cst.CSTNode, guards: list) -> None:
+        if isinstance(node, cst.Call):
+            out.append((node, list(guards)))
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return
+        if isinstance(node, cst.IfExp):
+            visit(node.test, guards)
+            visit(node.body, guards + [ExpressionGuard("conditional expression", node, "body", node.test)])
+            visit(node.orelse, guards + [ExpressionGuard("conditional expression", node, "orelse", node.test)])
+            return
+        if isinstance(node, cst.BooleanOperation):
+            visit(node.left, guards)
+            label = f"`{'and' if isinstance(node.operator, cst.And) else 'or'}` expression"
+            visit(node.right, guards + [ExpressionGuard(label, node, "right", node.left)])
+            return
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            for child in node.children:
+                visit(child, guards + [ExpressionGuard("comprehension", node, "element", None)])
+            return
+        for child in node.children:
+            visit(child, guards)
+
+    visit(stmt, [])
+    return out
+
+
+def _is_generator(fn: cst.FunctionDef) -> bool:
+    stack = list(fn.body.children)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Yield,)):
+            return True
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            continue
+        stack.extend(node.children)
+    return False
+
+
+def _user_decorators(ctx, names: list[str]) -> list[str]:
+    """Decorators named like a modelled one but defined outside transformers (matched by name, they'd be wrong)."""
+    from staticexec.analysis.decorators import MODELS, base_name
+
+    sf = ctx.sf
+    in_transformers = sf.module.split(".")[0] == "transformers"
+    out = []
+    for name in names:
+        base = base_name(name)
+        if base not in MODELS or base == "staticmethod":
+            continue
+        origin = _binding_module(sf.tree, base)
+        if origin == "<local>" and not in_transformers:
+            out.append(name)
+        elif origin not in (None, "<local>") and not (origin.startswith("transformers") or (origin.startswith(".") and in_transformers)):
+            out.append(name)
+    return out
+
+
+def _binding_module(tree, name: str) -> str | None:
+    """Where a module-level name comes from: '<local>' (defined here), an imported module, or None."""
+    import ast
+
+    found = None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            found = "<local>"
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            found = "<local>"
+        elif isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+            found = "." * node.level + (node.module or "")
+    return found
+
+
+def _free_names(ctx) -> set[str]:
+    """Names a function reads that it does not bind: its module's globals and builtins."""
+    import ast
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(ctx.code(ctx.node)))
+    loaded, bound = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not tree.body[0]:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return loaded - bound
+
+
+def _shadowed_names(graph: CallGraph, reaching: set[str]) -> list[Message]:
+    """An inlined callee reading a module-level name that the (not renamed) root forward binds locally."""
+    root = graph.functions.get(graph.root)
+    if root is None:
+        return []
+    root_names = (set(root.ctx.locals) | set(root.ctx.params)) - {root.ctx.params[0] if root.ctx.params else ""}
+    out: list[Message] = []
+    for nid in sorted(reaching - {graph.root}):
+        analysis = graph.functions.get(nid)
+        if analysis is None:
+            continue
+        for name in sorted(_free_names(analysis.ctx) & root_names):
+            out.append(ShadowedName(root.ctx.sf.relpath, root.ctx.line(root.ctx.node),
+                                    f"{graph.root.partition(':')[2]} binds `{name}`, and the inlined "
+                                    f"{analysis.ref.qualname} ({analysis.ctx.sf.relpath}:{analysis.ctx.line(analysis.ctx.node)}) "
+                                    f"reads the module-level `{name}`"))
+    return out
+
+
+def _merge_opaque(entries: list[Statement]) -> tuple[Statement, ...]:
+    out: list[Statement] = []
+    for e in entries:
+        if not e.reaching and out and not out[-1].reaching:
+            out[-1] = replace(out[-1], lines=(out[-1].lines[0], e.lines[1]), count=out[-1].count + e.count)
+        else:
+            out.append(e)
+    return tuple(out)
+
+
+def _site_call(site: CallSite, reaching: set[str], index: int) -> Call:
+    return Call(line=site.line, code=" ".join(site.code.split()), index=index, targets=tuple(site.targets),
+                callees=tuple(c for c in site.callees if c in reaching))
+
+
+def build_plan(
+    resolver: Resolver,
+    root: ClassRef,
+    targets: list[str],
+    architecture: str,
+    *,
+    model_types: list[str] | None = None,
+) -> Plan:
+    """Analyse from `root`'s forward down to the target classes; refuse with reasons when unsure."""
+    builder = CallGraphBuilder(resolver, set(targets))
+    graph = builder.build(root)
+    reaching = graph.reaching()
+    refusals: list[Message] = []
+    functions: dict[str, Function] = {}
+    for nid in sorted(reaching):
+        analysis = graph.functions.get(nid)
+        if analysis is None:
+            continue
+        ctx = analysis.ctx
+        planner = FunctionPlanner(graph, analysis, reaching, refusals)
+        statements = planner.block(list(ctx.node.body.body))
+        decorators = decorator_names(ctx.node)
+        for name in unsupported_decorators(decorators):
+            refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node), f"@{name} on {analysis.ref.qualname}"))
+        for name in _user_decorators(ctx, decorators):
+            refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node),
+                                                 f"@{name} on {analysis.ref.qualname} is not transformers' {name.partition('(')[0]}, only named like it"))
+        if _is_generator(ctx.node):
+            refusals.append(UnsupportedStatement(ctx.sf.relpath, ctx.line(ctx.node),
+                                                 f"{analysis.ref.qualname} is a generator (`yield`): its target calls run when it is iterated"))
+        start, end = ctx.span(ctx.node)
+        functions[nid] = Function(
+            function=str(analysis.ref),
+            self_class=str(analysis.self_class) if analysis.self_class else None,
+            path=ctx.sf.relpath,
+            lines=(start, end),
+            source_hash=ctx.source_hash,
+            decorators=tuple(decorators),
+            params=tuple(ctx.params),
+            statements=statements,
+        )
+    unresolved = []
+    for nid, analysis in sorted(graph.functions.items()):
+        for site in sorted(analysis.calls.values(), key=lambda s: (s.line, s.column)):
+            if site.unresolved:
+                unresolved.append(Unresolved(
+                    function=nid,
+                    path=analysis.ctx.sf.relpath,
+                    line=site.line,
+                    call=site.code,
+                    reason=site.unresolved,
+                    receiver_is_self=site.receiver_is_self,
+                    reaching_function=nid in reaching,
+                ))
+    for analysis in graph.functions.values():
+        for site in analysis.calls.values():
+            if site.hides_target:
+                refusals.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line, f"`{site.code}`: {site.unresolved or site.hides_target}"))
+    refusals += mutation_refusals(graph, builder, reaching)
+    refusals += _shadowed_names(graph, reaching)
+    if not refusals:
+        for analysis in graph.functions.values():
+            for site in analysis.calls.values():
+                if site.args_hold_targets and site.unresolved and not site.targets:
+                    refusals.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line, f"`{site.code}`: {site.unresolved}"))
+    if refusals:
+        raise Refused(sorted(set(refusals), key=lambda m: (m.path, m.line, m.kind, m.detail)))
+    if graph.root not in reaching:
+        found = ", ".join(sorted(targets))
+        ctx = graph.functions[graph.root].ctx if graph.root in graph.functions else None
+        where = (ctx.sf.relpath, ctx.line(ctx.node)) if ctx is not None else (root.module, 1)
+        raise Refused([NoCallPath(*where, f"{root.name}.forward calls none of: {found}")])
+    def step(caller: str, callee: str, site: CallSite) -> str:
+        text = f"{graph.functions[caller].ctx.sf.relpath}:{site.line} {' '.join(site.code.split())[:100]}"
+        return text + (f" -> {callee[len('target:'):]}" if callee.startswith("target:") else "")
+
+    return Plan(
+        schema=SCHEMA_VERSION,
+        staticexec=__version__,
+        transformers=transformers_version(),
+        architecture=architecture,
+        root=graph.root,
+        targets={name: str(ref) for name, ref in sorted(graph.targets.items())},
+        model_types=tuple(sorted(set(model_types or []) | resolver.model_types)),
+        functions={nid: replace(fn, chain=tuple(step(a, b, s) for a, b, s in graph.chain(nid))) for nid, fn in functions.items()},
+        unresolved=tuple(unresolved),
+        not_analysed=tuple(sorted(str(c) for c in graph.pruned)),
+    ).sealed()

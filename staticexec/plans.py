@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from staticexec.version import __version__
+from staticexec.version import __version__, code_digest
 from staticexec.messages import Refused, UsageError
 from staticexec.emit.validate import check_index
 from staticexec.analysis.plan import Plan
@@ -36,13 +36,8 @@ def _environment_key() -> str:
     import jedi
     import libcst
 
-    digest = hashlib.sha256(f"jedi {jedi.__version__} libcst {getattr(libcst, '__version__', '?')}".encode())
-    package = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(package)):
-        if name.endswith(".py"):
-            with open(os.path.join(package, name), "rb") as handle:
-                digest.update(name.encode() + handle.read())
-    return digest.hexdigest()[:16]
+    versions = f"jedi {jedi.__version__} libcst {getattr(libcst, '__version__', '?')} code {code_digest()}"
+    return hashlib.sha256(versions.encode()).hexdigest()[:16]
 
 
 def _cache_path(cache: str, arch: str) -> str:

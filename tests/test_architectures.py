@@ -88,10 +88,11 @@ def test_a_layer_called_twice_by_design_is_reported():
 
 # Multimodal samples with the vision tower's layers and the text model's layers as targets together
 # (the same list the release matrix runs on every release)
-# Mistral3's tiny Pixtral tower takes its full-size image (about 80 s of eager attention on 2 cores): it runs
-# with the slow sweeps (`make verify`) and in the release matrix, not in `make test`
+# Mistral3's tiny Pixtral tower takes its full-size image (about 80 s of eager attention on 2 cores), and
+# Mllama's tiled images about 20 s: they run with the slow sweeps (`make verify`) and in the release matrix,
+# not in `make test`
 VISION_AND_TEXT = matrix.VISION_AND_TEXT
-SLOW = {"Mistral3ForConditionalGeneration"}
+SLOW = {"Mistral3ForConditionalGeneration", "MllamaForConditionalGeneration"}
 
 
 @pytest.mark.parametrize("arch, vision, text", [pytest.param(*case, marks=pytest.mark.slow) if case[0] in SLOW else case

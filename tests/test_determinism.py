@@ -1,4 +1,5 @@
-"""Plans are byte-identical from the first cold run: parallel workers, empty jedi and plan caches.
+"""Plans are byte-identical from the first cold run (parallel workers, empty jedi and plan caches) and
+under another hash seed.
 
 Every causal LM's forward calls `slice_logits_to_keep`, whose
 `torch.take_along_dim` jedi finds in torch's 30,000-line stub. Parallel
@@ -49,3 +50,17 @@ def test_two_cold_parallel_runs_equal_the_committed_plans(tmp_path):
         name = f"{arch}.json"
         assert filecmp.cmp(os.path.join(first, name), os.path.join(second, name), shallow=False), arch
         assert filecmp.cmp(os.path.join(first, name), os.path.join(folder, name), shallow=False), arch
+
+
+@pytest.mark.slow
+def test_plan_is_the_same_under_another_hash_seed(tmp_path):
+    """Two `staticexec plan` processes with different PYTHONHASHSEEDs write the same bytes."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    env = dict(os.environ, PYTHONHASHSEED="123")
+    first = subprocess.run([sys.executable, "-m", "staticexec.cli", "plan", "Qwen2ForCausalLM", "--out", str(a)],
+                           capture_output=True, text=True, env=env, timeout=600)
+    env["PYTHONHASHSEED"] = "7"
+    second = subprocess.run([sys.executable, "-m", "staticexec.cli", "plan", "Qwen2ForCausalLM", "--out", str(b)],
+                            capture_output=True, text=True, env=env, cwd=str(tmp_path), timeout=600)
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert (a / "Qwen2ForCausalLM.json").read_bytes() == (b / "Qwen2ForCausalLM.json").read_bytes()

@@ -54,6 +54,27 @@ def _fresh(tmp_path, archs, cache):
     return folder
 
 
+def test_the_code_digest_covers_every_subpackage(tmp_path):
+    """Cached plans and matrix results are told apart by the code that made them: a change to a module in
+    any subpackage changes the digest, and a skipped file does not."""
+    from staticexec.version import code_digest
+
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "top.py").write_text("A = 1\n")
+    (tmp_path / "analysis" / "deep.py").write_text("B = 1\n")
+    (tmp_path / "notes.txt").write_text("not code\n")
+    before = code_digest(package=str(tmp_path))
+    (tmp_path / "notes.txt").write_text("changed\n")
+    assert code_digest(package=str(tmp_path)) == before
+    (tmp_path / "analysis" / "deep.py").write_text("B = 2\n")
+    changed = code_digest(package=str(tmp_path))
+    assert changed != before
+    skipped = code_digest(skip={"analysis/deep.py"}, package=str(tmp_path))
+    (tmp_path / "analysis" / "deep.py").write_text("B = 3\n")
+    assert code_digest(skip={"analysis/deep.py"}, package=str(tmp_path)) == skipped
+    assert code_digest(package=str(tmp_path)) != changed
+
+
 @pytest.mark.parametrize("folder", committed.folders(), ids=committed.release)
 def test_committed_index_describes_every_plan(folder):
     with open(os.path.join(folder, "index.json"), encoding="utf-8") as handle:

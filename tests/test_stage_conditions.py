@@ -13,7 +13,7 @@ import libcst as cst
 import pytest
 
 from staticexec.analysis.conditions import ConditionClassifier, worst
-from staticexec.analysis.resolve import LocalBindings, param_names
+from staticexec.analysis.functions import LocalBindings, param_names
 
 
 def first_if_class(source: str) -> str:

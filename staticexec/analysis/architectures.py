@@ -101,7 +101,7 @@ def find_architecture(name: str) -> Architecture:
     """The architecture of a model class name, from the first of its model types whose folder defines it."""
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
-    from staticexec.analysis.resolve import find_transformers_class
+    from staticexec.analysis.classes import find_transformers_class
 
     model_types = _index().get(name)
     if not model_types:

@@ -18,7 +18,8 @@ import networkx as nx
 
 from staticexec.analysis import decorators as deco
 from staticexec.analysis.scopes import free_called_names, walk
-from staticexec.analysis.resolve import FunctionContext, Resolver, bind_arguments
+from staticexec.analysis.functions import FunctionContext, bind_arguments
+from staticexec.analysis.resolve import Resolver
 from staticexec.analysis.source import ClassRef, FunctionRef
 from staticexec.analysis.values import (
     DATA,

@@ -1,6 +1,7 @@
 """Stage 2, resolve: which classes can an expression such as `self.layers[i]` hold?
 
-jedi finds where names are defined; this module evaluates the right-hand
+jedi finds where names are defined (names.py), classes.py gives the class hierarchy and
+functions.py a function's parameters and bindings; this module evaluates the right-hand
 sides itself, with explicit rules for what jedi can't know:
 `nn.ModuleList` / `nn.Sequential` / `nn.ModuleDict` element types (list
 literals, comprehensions, lists built with `.append`, module-level dicts of
@@ -15,17 +16,15 @@ from __future__ import annotations
 
 import ast
 import importlib
-import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
+from staticexec.analysis.classes import ClassIndex, find_transformers_class, is_framework
+from staticexec.analysis.functions import FunctionContext, bind_arguments, function_context
 from staticexec.analysis.scopes import free_called_names
-from staticexec.analysis.session import current
-from staticexec.analysis.names import Definition, load_definition_file, shared_names
-from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module, parse_function
+from staticexec.analysis.names import Definition, load_definition_file
+from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile
 from staticexec.analysis.values import (
     DATA,
     ConfigRef,
@@ -45,11 +44,6 @@ from staticexec.analysis.values import (
     unknown,
 )
 
-CONTAINERS = {
-    ("torch.nn.modules.container", "ModuleList"),
-    ("torch.nn.modules.container", "Sequential"),
-    ("torch.nn.modules.container", "ModuleDict"),
-}
 ITER_BUILTINS = {"list", "tuple", "reversed", "iter", "sorted", "set"}
 DATA_BUILTINS = {
     "len", "isinstance", "issubclass", "hasattr", "callable", "int", "float", "bool", "str",
@@ -67,122 +61,11 @@ class Factory:
     cls: ClassRef
 
 
-@dataclass
-class FunctionContext:
-    """A parsed function with positions, its local bindings and where it sits in its file."""
-
-    ref: FunctionRef
-    sf: SourceFile
-    module: cst.Module
-    node: cst.FunctionDef
-    positions: object
-    line_offset: int
-    indent: int
-    source_hash: str
-    params: list[str]
-    locals: dict[str, list[tuple[str, object, object]]] = field(default_factory=dict)
-
-    def line(self, node: cst.CSTNode) -> int:
-        """The file line where a node starts."""
-        return self.positions[node].start.line + self.line_offset
-
-    def span(self, node: cst.CSTNode) -> tuple[int, int]:
-        """The file lines where a node starts and ends."""
-        pos = self.positions[node]
-        return (pos.start.line + self.line_offset, pos.end.line + self.line_offset)
-
-    def column(self, node: cst.CSTNode) -> int:
-        """The file column where a node starts."""
-        return self.positions[node].start.column + self.indent
-
-    def code(self, node: cst.CSTNode) -> str:
-        """A node's source text, stripped."""
-        return self.module.code_for_node(node).strip()
-
-
-def param_names(fn: cst.FunctionDef) -> list[str]:
-    """A function's parameter names in order: positional, `*args`, keyword-only, `**kwargs`."""
-    p = fn.params
-    names = [a.name.value for a in (*p.posonly_params, *p.params)]
-    if isinstance(p.star_arg, cst.Param):
-        names.append(p.star_arg.name.value)
-    names += [a.name.value for a in p.kwonly_params]
-    if p.star_kwarg is not None:
-        names.append(p.star_kwarg.name.value)
-    return names
-
-
-class LocalBindings(cst.CSTVisitor):
-    """Every way a function binds a local name, flow-insensitively (the resolver joins them)."""
-
-    def __init__(self) -> None:
-        self.bindings: dict[str, list[tuple[str, object, object]]] = {}
-
-    def _bind(self, target: cst.BaseExpression, kind: str, value: object, extra: object = None) -> None:
-        if isinstance(target, cst.Name):
-            self.bindings.setdefault(target.value, []).append((kind, value, extra))
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for i, el in enumerate(target.elements):
-                inner = el.value
-                if isinstance(el, cst.StarredElement):
-                    self._bind(inner, "unknown", None)
-                else:
-                    self._bind(inner, "item", (kind, value, extra), i)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        """Bind each target of `a = b = value`."""
-        for t in node.targets:
-            self._bind(t.target, "expr", node.value)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        """Bind the target of an annotated assignment with a value."""
-        if node.value is not None:
-            self._bind(node.target, "expr", node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        """Bind the target of `x op= value`."""
-        self._bind(node.target, "expr", node.value)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        """Bind the target of `(x := value)`."""
-        self._bind(node.target, "expr", node.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        """Bind a loop's target to the items of its iterable."""
-        self._bind(node.target, "iter", node.iter)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        """Bind the name of `with ... as name` to an unknown value."""
-        if node.asname is not None:
-            self._bind(node.asname.name, "unknown", None)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        """Record what `x.append(v)`, `x.extend(v)` and `x.insert(i, v)` add to the list `x`."""
-        f = node.func
-        if (
-            isinstance(f, cst.Attribute)
-            and isinstance(f.value, cst.Name)
-            and f.attr.value in ("append", "extend", "insert")
-            and node.args
-        ):
-            kind = "append" if f.attr.value == "append" else "extend"
-            arg = node.args[-1].value
-            self.bindings.setdefault(f.value.value, []).append((kind, arg, None))
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        """Skip nested functions: their locals are their own."""
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        """Skip nested classes."""
-        return False
-
-
-class Resolver:
+class Resolver(ClassIndex):
     """Evaluates expressions of model code to abstract values (see values.py)."""
 
     def __init__(self, config: object | None = None) -> None:
-        self.names = shared_names()
+        super().__init__()
         self.configs: dict[str, object] = {}
         if config is not None:
             self.configs["config"] = config
@@ -190,132 +73,11 @@ class Resolver:
         self._functions: dict[FunctionRef, FunctionContext | None] = {}
         self._attrs: dict[tuple[ClassRef, str], Value] = {}
         self._returns: dict[FunctionRef, Value] = {}
-        self._mro: dict[ClassRef, list[ClassRef]] = {}
         self._active: set = set()
         self.model_types: set[str] = set()
-        self._stores: dict[ClassRef, dict[str, list[ast.FunctionDef]]] = {}
         self._globals: dict[tuple, Value] = {}
         # modules passed to a class's constructor, by (class, parameter), at the calls the analysis saw
         self._passed: dict[tuple[ClassRef, str], list[Value]] = {}
-
-    # ----- classes -------------------------------------------------------------------------
-
-    def class_def(self, ref: ClassRef) -> tuple[SourceFile, ast.ClassDef] | None:
-        """The file and stdlib-ast node defining a class, if its source can be found."""
-        sf = load_module(ref.module)
-        if sf is None:
-            return None
-        node = sf.find_class(ref.name)
-        return (sf, node) if node is not None else None
-
-    def bases(self, ref: ClassRef) -> list[ClassRef]:
-        """A class's direct bases that jedi resolves to classes, in order."""
-        found = self.class_def(ref)
-        if found is None:
-            return []
-        sf, node = found
-        out = []
-        for base in node.bases:
-            target = base
-            while isinstance(target, ast.Subscript):  # Generic[...]
-                target = target.value
-            col = target.col_offset
-            if isinstance(target, ast.Attribute):
-                col = target.end_col_offset - len(target.attr)
-            defn = self.names.goto(sf, target.end_lineno, col)
-            if defn is not None and defn.kind == "class":
-                out.append(ClassRef(defn.module, defn.qualname))
-        return out
-
-    def mro(self, ref: ClassRef) -> list[ClassRef]:
-        """Python's C3 linearisation over the statically resolved bases."""
-        cached = self._mro.get(ref)
-        if cached is not None:
-            return cached
-        self._mro[ref] = [ref]  # recursion guard for broken hierarchies
-        seqs = [list(self.mro(b)) for b in self.bases(ref)]
-        seqs.append(list(self.bases(ref)))
-        order = [ref]
-        while True:
-            seqs = [s for s in seqs if s]
-            if not seqs:
-                break
-            for seq in seqs:
-                head = seq[0]
-                if not any(head in s[1:] for s in seqs):
-                    break
-            else:  # inconsistent: fall back to depth-first order
-                head = seqs[0][0]
-            order.append(head)
-            for s in seqs:
-                if s and s[0] == head:
-                    del s[0]
-        self._mro[ref] = order
-        return order
-
-    def is_container(self, ref: ClassRef) -> bool:
-        """Whether a class is, or derives from, a torch module container (`CONTAINERS`)."""
-        return any((c.module, c.name) in CONTAINERS for c in self.mro(ref))
-
-    def is_autograd_function(self, cls: ClassRef) -> bool:
-        """Whether a class derives from `torch.autograd.Function`."""
-        return any(c.module == "torch.autograd.function" and c.name == "Function" for c in self.mro(cls))
-
-    def is_external(self, ref_module: str) -> bool:
-        """Code we never analyse: torch and the standard library (their modules hold no targets)."""
-        return ref_module.split(".")[0] in ("torch", "builtins", "typing", "functools", "collections", "math")
-
-    def find_method(self, cls: ClassRef, name: str) -> FunctionRef | None:
-        """The method a class gets by a name through its MRO; None when missing or shadowed by a class attribute."""
-        for c in self.mro(cls):
-            found = self.class_def(c)
-            if found is None:
-                continue
-            sf, node = found
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
-                    return FunctionRef(c.module, f"{c.name}.{name}")
-                if isinstance(item, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id == name for t in item.targets
-                ):
-                    return None  # a class attribute shadows inherited methods
-        return None
-
-    def _decorated(self, fref: FunctionRef, names: tuple[str, ...]) -> bool:
-        sf = load_module(fref.module)
-        node = function_node(sf, fref.qualname) if sf else None
-        return node is not None and any(isinstance(d, ast.Name) and d.id in names for d in node.decorator_list)
-
-    def is_property(self, fref: FunctionRef) -> bool:
-        """Whether a function is decorated `@property` or `@cached_property`."""
-        return self._decorated(fref, ("property", "cached_property"))
-
-    def is_classmethod(self, fref: FunctionRef) -> bool:
-        """Whether a function is decorated `@classmethod`."""
-        return self._decorated(fref, ("classmethod",))
-
-    def class_assignment(self, cls: ClassRef, name: str) -> ast.expr | None:
-        """The value of a class-body assignment `name = ...`, through the MRO."""
-        for c in self.mro(cls):
-            found = self.class_def(c)
-            if found is None:
-                continue
-            for item in found[1].body:
-                targets = []
-                if isinstance(item, ast.Assign):
-                    targets = item.targets
-                elif isinstance(item, ast.AnnAssign) and item.value is not None:
-                    targets = [item.target]
-                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                    return item.value
-        return None
-
-    def class_constant(self, cls: ClassRef, name: str) -> Value:
-        """A class-body constant such as `base_model_prefix = "model"`, through the MRO."""
-        value = self.class_assignment(cls, name)
-        if value is None:
-            return EMPTY
-        return one(Constant(value.value)) if isinstance(value, ast.Constant) else DATA
 
     # ----- module attributes ---------------------------------------------------------------
 
@@ -353,32 +115,6 @@ class Resolver:
                         result = one(Function(method, one(Instance(cls))))
         self._attrs[key] = result
         return result
-
-    def _storing_methods(self, cls: ClassRef, node: ast.ClassDef) -> dict[str, list[ast.FunctionDef]]:
-        """For one class body: attribute name -> the methods that store `self.<name>` (one walk per class)."""
-        index = self._stores.get(cls)
-        if index is None:
-            index = {}
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    for attr in sorted(_stored_self_attrs(item)):
-                        index.setdefault(attr, []).append(item)
-            self._stores[cls] = index
-        return index
-
-    def attribute_names(self, cls: ClassRef) -> list[str]:
-        """Names stored as `self.<name>` by the class's model code (framework mixins hold no submodules)."""
-        names: list[str] = []
-        for c in self.mro(cls):
-            if self.is_external(c.module) or is_framework(c.module):
-                continue
-            found = self.class_def(c)
-            if found is None:
-                continue
-            for name in self._storing_methods(c, found[1]):
-                if name not in names:
-                    names.append(name)
-        return names
 
     def submodule_classes(self, cls: ClassRef, depth: int = 4) -> set[ClassRef]:
         """Classes an instance may hold below it, following resolved attributes (containers included)."""
@@ -449,7 +185,7 @@ class Resolver:
         """The parsed context of a function, cached; None when its source can't be found."""
         if ref in self._functions:
             return self._functions[ref]
-        ctx = _function_context(ref)
+        ctx = function_context(ref)
         self._functions[ref] = ctx
         return ctx
 
@@ -981,48 +717,6 @@ class Resolver:
         return join(*out)
 
 
-def bind_arguments(params: list[str], args: Sequence[cst.Arg]) -> list[tuple[str, int]]:
-    """(parameter, index of its argument) for a call's plain positional and keyword arguments;
-    `*args` and `**kwargs` bind no parameter the analysis can name."""
-    positional = [i for i, a in enumerate(args) if a.keyword is None and not a.star]
-    return list(zip(params, positional)) + [(a.keyword.value, i) for i, a in enumerate(args) if a.keyword is not None]
-
-
-def _function_context(ref: FunctionRef) -> FunctionContext | None:
-    """A parsed function with positions and local bindings, shared by every analysis of the session."""
-    sf = load_module(ref.module)
-    if sf is None:
-        return None
-    contexts = current().table("resolve.contexts")  # by function and file content
-    key = (ref, sf.hash)
-    if key in contexts:
-        return contexts[key]
-    ctx = None
-    parsed = parse_function(sf, ref.qualname)
-    if parsed is not None:
-        wrapper = cst.MetadataWrapper(parsed.module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
-        node = function_node(sf, ref.qualname)
-        line = sf.lines[node.lineno - 1]
-        indent = len(line) - len(line.lstrip())
-        visitor = LocalBindings()
-        parsed.node.body.visit(visitor)
-        ctx = FunctionContext(
-            ref=ref,
-            sf=sf,
-            module=parsed.module,
-            node=parsed.node,
-            positions=positions,
-            line_offset=parsed.line_offset,
-            indent=indent,
-            source_hash=parsed.source_hash,
-            params=param_names(parsed.node),
-            locals=visitor.bindings,
-        )
-    contexts[key] = ctx
-    return ctx
-
-
 def _dotted(node: cst.BaseExpression) -> str | None:
     """`nn.Linear` -> "nn.Linear"; None for anything but names and attribute chains."""
     if isinstance(node, cst.Name):
@@ -1065,44 +759,3 @@ def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
         and isinstance(node.value, cst.Name)
         and node.value.value == "self"
     )
-
-
-def _stored_self_attrs(fn: ast.FunctionDef) -> set[str]:
-    """Attributes a method stores on self, or grows with `.append` / `.extend` / `.add_module`."""
-    out: set[str] = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-            if isinstance(node.value, ast.Name) and node.value.id == "self":
-                out.add(node.attr)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("append", "extend", "insert", "add_module")
-            and isinstance(node.func.value, ast.Attribute)
-            and isinstance(node.func.value.value, ast.Name)
-            and node.func.value.value.id == "self"
-        ):
-            out.add(node.func.value.attr)
-    return out
-
-
-def is_framework(module: str) -> bool:
-    """transformers' own machinery (not a model folder): mixins and utilities that construct no submodules."""
-    return module.startswith("transformers.") and not module.startswith("transformers.models.")
-
-
-def find_transformers_class(model_type: str, class_name: str) -> ClassRef | None:
-    """Where transformers defines a model class, found from the model_type's folder without importing it."""
-    from transformers.models.auto.configuration_auto import model_type_to_module_name
-
-    package = f"transformers.models.{model_type_to_module_name(model_type)}"
-    init = load_module(package)
-    if init is None:
-        return None
-    folder = os.path.dirname(init.path)
-    for name in sorted(os.listdir(folder)):
-        if name.startswith("modeling_") and name.endswith(".py"):
-            sf = load_file(os.path.join(folder, name), f"{package}.{name[:-3]}")
-            if sf.find_class(class_name) is not None:
-                return ClassRef(sf.module, class_name)
-    return None

@@ -16,7 +16,6 @@ analysis code than the current one are run again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 from staticexec.files import write_atomic
+from staticexec.version import code_digest
 
 # the newest patch of each minor release from 5.15 to 5.24
 RELEASES = ["5.15.1", "5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2", "5.23.0", "5.24.0"]
@@ -141,15 +141,7 @@ def verdict_of(status: str) -> str:
 
 def analysis_key() -> str:
     """A hash of the code a verify run executes (report tooling set aside): results of other code are redone."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    names = sorted(os.path.relpath(os.path.join(folder, name), package).replace(os.sep, "/")
-                   for folder, _, files in os.walk(package) for name in files if name.endswith(".py"))
-    digest = hashlib.sha256()
-    for name in names:
-        if name not in REPORT_TOOLING:
-            with open(os.path.join(package, name), "rb") as handle:
-                digest.update(name.encode() + handle.read())
-    return digest.hexdigest()[:12]
+    return code_digest(skip=REPORT_TOOLING)[:12]
 
 
 # ----- inside one release's environment --------------------------------------------------------

@@ -30,7 +30,7 @@ from staticexec.messages import DecoratorMismatch, DynamicCondition, InstanceMis
 from staticexec.emit.observe import IfLines, SampleRun
 from staticexec.analysis.plan import Control, Decided, Function, Kind, Plan, Statement
 from staticexec.analysis.planner import statement_blocks, exits, expression_guards
-from staticexec.analysis.resolve import LocalBindings, param_names
+from staticexec.analysis.functions import LocalBindings, param_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, load_file, location, parse_function
 from staticexec.emit.cut import Step, build_subgraphs

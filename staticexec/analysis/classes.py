@@ -1,0 +1,217 @@
+"""Classes as their source gives them: definitions, bases and MRO, methods, class-body constants.
+
+Part of stage 2 (names/resolve): `ClassIndex` follows a class's bases with jedi (names.py) and
+linearises them as Python does, finds methods and class attributes through that order, and
+indexes which methods store which `self.<attr>`. The resolver (resolve.py) builds on it to
+evaluate what those attributes hold. Nothing is imported or instantiated.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+from staticexec.analysis.names import shared_names
+from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module
+from staticexec.analysis.values import EMPTY, Constant, DATA, Value, one
+
+CONTAINERS = {
+    ("torch.nn.modules.container", "ModuleList"),
+    ("torch.nn.modules.container", "Sequential"),
+    ("torch.nn.modules.container", "ModuleDict"),
+}
+
+
+class ClassIndex:
+    """Class definitions, bases, MRO, methods and stored attributes, each looked up once per analysis."""
+
+    def __init__(self) -> None:
+        self.names = shared_names()
+        self._mro: dict[ClassRef, list[ClassRef]] = {}
+        self._stores: dict[ClassRef, dict[str, list[ast.FunctionDef]]] = {}
+
+    # ----- classes -------------------------------------------------------------------------
+
+    def class_def(self, ref: ClassRef) -> tuple[SourceFile, ast.ClassDef] | None:
+        """The file and stdlib-ast node defining a class, if its source can be found."""
+        sf = load_module(ref.module)
+        if sf is None:
+            return None
+        node = sf.find_class(ref.name)
+        return (sf, node) if node is not None else None
+
+    def bases(self, ref: ClassRef) -> list[ClassRef]:
+        """A class's direct bases that jedi resolves to classes, in order."""
+        found = self.class_def(ref)
+        if found is None:
+            return []
+        sf, node = found
+        out = []
+        for base in node.bases:
+            target = base
+            while isinstance(target, ast.Subscript):  # Generic[...]
+                target = target.value
+            col = target.col_offset
+            if isinstance(target, ast.Attribute):
+                col = target.end_col_offset - len(target.attr)
+            defn = self.names.goto(sf, target.end_lineno, col)
+            if defn is not None and defn.kind == "class":
+                out.append(ClassRef(defn.module, defn.qualname))
+        return out
+
+    def mro(self, ref: ClassRef) -> list[ClassRef]:
+        """Python's C3 linearisation over the statically resolved bases."""
+        cached = self._mro.get(ref)
+        if cached is not None:
+            return cached
+        self._mro[ref] = [ref]  # recursion guard for broken hierarchies
+        seqs = [list(self.mro(b)) for b in self.bases(ref)]
+        seqs.append(list(self.bases(ref)))
+        order = [ref]
+        while True:
+            seqs = [s for s in seqs if s]
+            if not seqs:
+                break
+            for seq in seqs:
+                head = seq[0]
+                if not any(head in s[1:] for s in seqs):
+                    break
+            else:  # inconsistent: fall back to depth-first order
+                head = seqs[0][0]
+            order.append(head)
+            for s in seqs:
+                if s and s[0] == head:
+                    del s[0]
+        self._mro[ref] = order
+        return order
+
+    def is_container(self, ref: ClassRef) -> bool:
+        """Whether a class is, or derives from, a torch module container (`CONTAINERS`)."""
+        return any((c.module, c.name) in CONTAINERS for c in self.mro(ref))
+
+    def is_autograd_function(self, cls: ClassRef) -> bool:
+        """Whether a class derives from `torch.autograd.Function`."""
+        return any(c.module == "torch.autograd.function" and c.name == "Function" for c in self.mro(cls))
+
+    def is_external(self, ref_module: str) -> bool:
+        """Code we never analyse: torch and the standard library (their modules hold no targets)."""
+        return ref_module.split(".")[0] in ("torch", "builtins", "typing", "functools", "collections", "math")
+
+    def find_method(self, cls: ClassRef, name: str) -> FunctionRef | None:
+        """The method a class gets by a name through its MRO; None when missing or shadowed by a class attribute."""
+        for c in self.mro(cls):
+            found = self.class_def(c)
+            if found is None:
+                continue
+            sf, node = found
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == name:
+                    return FunctionRef(c.module, f"{c.name}.{name}")
+                if isinstance(item, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == name for t in item.targets
+                ):
+                    return None  # a class attribute shadows inherited methods
+        return None
+
+    def _decorated(self, fref: FunctionRef, names: tuple[str, ...]) -> bool:
+        sf = load_module(fref.module)
+        node = function_node(sf, fref.qualname) if sf else None
+        return node is not None and any(isinstance(d, ast.Name) and d.id in names for d in node.decorator_list)
+
+    def is_property(self, fref: FunctionRef) -> bool:
+        """Whether a function is decorated `@property` or `@cached_property`."""
+        return self._decorated(fref, ("property", "cached_property"))
+
+    def is_classmethod(self, fref: FunctionRef) -> bool:
+        """Whether a function is decorated `@classmethod`."""
+        return self._decorated(fref, ("classmethod",))
+
+    def class_assignment(self, cls: ClassRef, name: str) -> ast.expr | None:
+        """The value of a class-body assignment `name = ...`, through the MRO."""
+        for c in self.mro(cls):
+            found = self.class_def(c)
+            if found is None:
+                continue
+            for item in found[1].body:
+                targets = []
+                if isinstance(item, ast.Assign):
+                    targets = item.targets
+                elif isinstance(item, ast.AnnAssign) and item.value is not None:
+                    targets = [item.target]
+                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                    return item.value
+        return None
+
+    def class_constant(self, cls: ClassRef, name: str) -> Value:
+        """A class-body constant such as `base_model_prefix = "model"`, through the MRO."""
+        value = self.class_assignment(cls, name)
+        if value is None:
+            return EMPTY
+        return one(Constant(value.value)) if isinstance(value, ast.Constant) else DATA
+
+    def _storing_methods(self, cls: ClassRef, node: ast.ClassDef) -> dict[str, list[ast.FunctionDef]]:
+        """For one class body: attribute name -> the methods that store `self.<name>` (one walk per class)."""
+        index = self._stores.get(cls)
+        if index is None:
+            index = {}
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    for attr in sorted(_stored_self_attrs(item)):
+                        index.setdefault(attr, []).append(item)
+            self._stores[cls] = index
+        return index
+
+    def attribute_names(self, cls: ClassRef) -> list[str]:
+        """Names stored as `self.<name>` by the class's model code (framework mixins hold no submodules)."""
+        names: list[str] = []
+        for c in self.mro(cls):
+            if self.is_external(c.module) or is_framework(c.module):
+                continue
+            found = self.class_def(c)
+            if found is None:
+                continue
+            for name in self._storing_methods(c, found[1]):
+                if name not in names:
+                    names.append(name)
+        return names
+
+
+def _stored_self_attrs(fn: ast.FunctionDef) -> set[str]:
+    """Attributes a method stores on self, or grows with `.append` / `.extend` / `.add_module`."""
+    out: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            if isinstance(node.value, ast.Name) and node.value.id == "self":
+                out.add(node.attr)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("append", "extend", "insert", "add_module")
+            and isinstance(node.func.value, ast.Attribute)
+            and isinstance(node.func.value.value, ast.Name)
+            and node.func.value.value.id == "self"
+        ):
+            out.add(node.func.value.attr)
+    return out
+
+
+def is_framework(module: str) -> bool:
+    """transformers' own machinery (not a model folder): mixins and utilities that construct no submodules."""
+    return module.startswith("transformers.") and not module.startswith("transformers.models.")
+
+
+def find_transformers_class(model_type: str, class_name: str) -> ClassRef | None:
+    """Where transformers defines a model class, found from the model_type's folder without importing it."""
+    from transformers.models.auto.configuration_auto import model_type_to_module_name
+
+    package = f"transformers.models.{model_type_to_module_name(model_type)}"
+    init = load_module(package)
+    if init is None:
+        return None
+    folder = os.path.dirname(init.path)
+    for name in sorted(os.listdir(folder)):
+        if name.startswith("modeling_") and name.endswith(".py"):
+            sf = load_file(os.path.join(folder, name), f"{package}.{name[:-3]}")
+            if sf.find_class(class_name) is not None:
+                return ClassRef(sf.module, class_name)
+    return None

@@ -51,9 +51,20 @@ def test_mistral_sliding_window_is_exercised():
     assert model.config.sliding_window < sample["input_ids"].shape[1]
 
 
+
+
+def fast_first(cases: list, fast: set[str], ids: list[str] | None = None) -> list:
+    """The cases as parameters: those named in `fast` run in `make test`; the others carry the slow mark,
+    so `make verify` (and CI) runs them, while `make test` keeps to the foundation and one of each kind."""
+    names = ids or [c if isinstance(c, str) else c[0] for c in cases]
+    return [pytest.param(*(c if isinstance(c, tuple) else (c,)), id=name,
+                         marks=() if name in fast else pytest.mark.slow) for c, name in zip(cases, names)]
+
+
 # A representative subset of the causal-LM sweep (the whole sweep is `make verify`): hybrid and
 # state-space stacks, shared blocks, per-layer inputs, encoder-style heads, legacy code, custom
-# autograd functions, multi-codebook inputs, and composite models holding a vision tower.
+# autograd functions, multi-codebook inputs, and composite models holding a vision tower. The
+# quicker half of them runs in `make test`, the rest with the slow sweeps.
 PATTERNS = [
     "MambaForCausalLM",
     "JambaForCausalLM",
@@ -73,7 +84,11 @@ PATTERNS = [
 ]
 
 
-@pytest.mark.parametrize("arch", PATTERNS)
+FAST_PATTERNS = {"MambaForCausalLM", "JambaForCausalLM", "RwkvForCausalLM", "RecurrentGemmaForCausalLM",
+                 "Qwen3NextForCausalLM", "BertLMHeadModel", "CTRLLMHeadModel", "MusicgenForCausalLM"}
+
+
+@pytest.mark.parametrize("arch", fast_first(PATTERNS, FAST_PATTERNS))
 def test_verify_pattern_subset(arch):
     verdict = verify(arch)
     assert verdict.status == "ok", verdict.line()
@@ -87,16 +102,14 @@ def test_a_layer_called_twice_by_design_is_reported():
 
 
 # Multimodal samples with the vision tower's layers and the text model's layers as targets together
-# (the same list the release matrix runs on every release)
-# Mistral3's tiny Pixtral tower takes its full-size image (about 80 s of eager attention on 2 cores), and
-# Mllama's tiled images about 20 s: they run with the slow sweeps (`make verify`) and in the release matrix,
-# not in `make test`
+# (the same list the release matrix runs on every release). Two run in `make test`; the others, among
+# them Mistral3 (its tiny Pixtral tower takes a full-size image: about 80 s of eager attention on 2
+# cores) and Mllama (tiled images), run with the slow sweeps (`make verify`) and in the release matrix.
 VISION_AND_TEXT = matrix.VISION_AND_TEXT
-SLOW = {"Mistral3ForConditionalGeneration", "MllamaForConditionalGeneration"}
+FAST_VISION_AND_TEXT = {"LlavaForConditionalGeneration", "Qwen2VLForConditionalGeneration"}
 
 
-@pytest.mark.parametrize("arch, vision, text", [pytest.param(*case, marks=pytest.mark.slow) if case[0] in SLOW else case
-                                                for case in VISION_AND_TEXT], ids=[a for a, _, _ in VISION_AND_TEXT])
+@pytest.mark.parametrize("arch, vision, text", fast_first(VISION_AND_TEXT, FAST_VISION_AND_TEXT))
 def test_vision_and_text_layers_as_targets_together(arch, vision, text):
     verdict = verify(arch, targets=vision + text, sample="multimodal")
     assert verdict.status == "ok", verdict.line()
@@ -105,12 +118,17 @@ def test_vision_and_text_layers_as_targets_together(arch, vision, text):
     assert verdict.subgraphs == verdict.targets_called + 1
 
 
-@pytest.mark.parametrize("arch, encoder, decoder, sample", [
+ENCODER_DECODER = [
     ("BartForConditionalGeneration", "BartEncoderLayer", "BartDecoderLayer", "text"),
     ("T5ForConditionalGeneration", "T5Block", "T5Block", "text"),
     ("WhisperForConditionalGeneration", "WhisperEncoderLayer", "WhisperDecoderLayer", "multimodal"),
     ("Speech2TextForConditionalGeneration", "Speech2TextEncoderLayer", "Speech2TextDecoderLayer", "multimodal"),
-])
+]
+
+
+@pytest.mark.parametrize("arch, encoder, decoder, sample", fast_first(
+    ENCODER_DECODER, {"T5ForConditionalGeneration", "WhisperForConditionalGeneration"},
+    ids=[f"{a}-{e}-{d}-{s}" for a, e, d, s in ENCODER_DECODER]))
 def test_encoder_and_decoder_layers_as_targets(arch, encoder, decoder, sample):
     verdict = verify(arch, targets=sorted({encoder, decoder}), sample=sample)
     assert verdict.status == "ok", verdict.line()

@@ -97,7 +97,7 @@ RESULTS = os.path.join("docs", "compatibility")
 # what a committed row keeps of a case's result: no timings, so the file only changes with a verdict
 ROW_FIELDS = ("status", "reason", "subgraphs", "targets_called", "calls")
 # staticexec's own dependencies, pinned as in constraints.txt; transformers' are pip's choice per release
-OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "jsonschema", "accelerate", "psutil")
+OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "pytest-xdist", "execnet", "jsonschema", "accelerate", "psutil")
 # the package's files that verify never runs, by their path below the package
 REPORT_TOOLING = {"check/matrix.py", "cli.py", "drift.py", "plans.py", "check/coverage.py", "graph.py", "explain.py"}
 

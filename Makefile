@@ -17,15 +17,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 
-# the fast tests (unit, stages, patterns, the 14 foundation architectures), on two worker processes
+# the fast tests (unit, stages, patterns, the 14 foundation architectures), on two worker processes; a file's
+# tests stay on one worker, so they share its parse and jedi caches
 test: install
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 # the fast tests on another transformers release, in the matrix's environment for it: make test-release RELEASE=5.17.0
 RELEASE ?= 5.17.0
 test-release: install
 	$(BIN)/python -c "from staticexec.check.matrix import build_env; build_env('$(RELEASE)', '.matrix-envs', '.', tests=True)"
-	.matrix-envs/transformers-$(RELEASE)/bin/pytest -q -n 2
+	.matrix-envs/transformers-$(RELEASE)/bin/pytest -q -n 2 --dist loadfile
 
 # the slow sweeps: every causal LM verified, every committed plan re-checked
 verify: install

@@ -12,6 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 import staticexec
+import test_architectures
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCHEMA = os.path.join(ROOT, "docs", "plan.schema.json")
@@ -57,7 +58,14 @@ def test_golden_plan_validates(validator, path):
     assert _errors(validator, _load(path)) == []
 
 
-@pytest.mark.parametrize("path", COMMITTED, ids=_rel)
+# the 14 foundation architectures' committed plans are validated in `make test`; every other committed plan
+# with the slow checks (`make verify`): JSON Schema validation of all of them takes half a minute, and
+# tests/test_plan_model.py reads every one of them with the typed reader in `make test` already
+FOUNDATION = {f"{a}.json" for a in test_architectures.ARCHITECTURES}
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=_rel(p), marks=() if os.path.basename(p) in FOUNDATION
+                                               else pytest.mark.slow) for p in COMMITTED])
 def test_committed_plan_validates(validator, path):
     assert _errors(validator, _load(path)) == []
 

@@ -946,17 +946,17 @@ class Emitter:
 
     def _control(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
         line = entry.first
-        kind = entry.statement.value
-        if kind == "if":
+        kind = entry.statement
+        if kind is Control.IF:
             taken = self._decide(frame, stmt.test, line, dynamic=entry.condition.decided is Decided.DYNAMIC, stmt=stmt)
             blocks = dict(statement_blocks(stmt))
             if taken:
                 self._block(frame, blocks["body"], entry.block("body"))
             else:
                 self._block(frame, blocks.get("orelse", []), entry.block("orelse"))
-        elif kind == "for":
+        elif kind is Control.FOR:
             self._unroll(frame, stmt, entry, line)
-        elif kind == "with":
+        elif kind is Control.WITH:
             items = ", ".join(_code(i.visit(_Rewrite(frame.rename))).strip() for i in stmt.items)
             if any(i.asname is not None for i in stmt.items):
                 raise Refused([UnsupportedStatement(frame.planned.path, line, "`with ... as` around target calls")])
@@ -965,7 +965,7 @@ class Emitter:
             self._block(frame, list(stmt.body.body), entry.block("body"))
             frame.scopes = saved
         else:
-            raise Refused([UnsupportedStatement(frame.planned.path, line, f"`{kind}` around target calls")])
+            raise Refused([UnsupportedStatement(frame.planned.path, line, f"`{kind.value}` around target calls")])
 
     def _decide(self, frame: Frame, test: cst.BaseExpression, line: int, dynamic: bool = False, stmt: cst.If | None = None) -> bool:
         """Which branch of an `if` around target calls runs for the sample.

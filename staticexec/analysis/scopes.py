@@ -8,14 +8,25 @@ from __future__ import annotations
 
 import libcst as cst
 
+from staticexec.analysis.session import current
+
 
 def walk(node: cst.CSTNode):
-    """Every node below `node`, outermost first."""
+    """Every node below `node`, outermost first.
+
+    libcst builds a node's `children` anew on each access (it rebuilds the node to list them), and
+    the stages walk the same function bodies more than once, so the session keeps each node's
+    children, reversed, for the walks after the first.
+    """
+    known = current().table("scopes.children")
     stack = [node]
     while stack:
         cur = stack.pop()
         yield cur
-        stack.extend(reversed(list(cur.children)))
+        below = known.get(cur)
+        if below is None:
+            below = known[cur] = tuple(reversed(cur.children))
+        stack.extend(below)
 
 
 def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name]:

@@ -8,6 +8,7 @@ for. Imports inside functions count too: they hide a cycle or an upward edge, th
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 
@@ -33,6 +34,7 @@ def _layer(module: str) -> int:
     return found[0]
 
 
+@functools.cache
 def _modules() -> dict[str, ast.Module]:
     """Every module of the package by its dotted name below `staticexec` (a package by its folder's name)."""
     out = {}

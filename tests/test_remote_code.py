@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 REMOTE = textwrap.dedent("""
@@ -36,6 +38,7 @@ def _run(code: str, *args: str, env: dict | None = None) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: `make verify` runs it
 def test_a_trust_remote_code_model_is_analysed_from_its_own_folder(tmp_path):
     """Saved with its own modeling files, loaded with trust_remote_code from a local folder:
     transformers imports it from its module cache, which is on sys.path only at run time."""
@@ -59,6 +62,7 @@ LOCAL = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: `make verify` runs it
 def test_a_model_in_a_folder_added_to_sys_path_at_run_time(tmp_path):
     """The layer class is imported absolutely from a folder that is on sys.path, not on PYTHONPATH."""
     (tmp_path / "tinylayers.py").write_text(textwrap.dedent("""

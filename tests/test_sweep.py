@@ -27,6 +27,7 @@ def test_causal_lm_sweep():
     assert totals["percent"] >= 98.0, coverage.totals_line("causal-lm", table)
 
 
+@pytest.mark.slow  # a fresh interpreter importing torch and transformers: `make verify` runs it
 def test_a_job_of_a_module_run_with_dash_m_reaches_its_workers(tmp_path):
     """`python -m staticexec.check.matrix` hands its own run_case, whose __module__ is then __main__, to the workers."""
     import subprocess

@@ -69,7 +69,7 @@ def layer_count(config: transformers.PretrainedConfig) -> int:
     return next(v for k, v in config.to_dict().items() if role(k) == "layers")
 
 
-@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+@pytest.mark.parametrize("attn", ["eager", pytest.param("sdpa", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("arch", ARCHS)
 def test_builds_small_and_runs(arch: str, attn: str) -> None:
     if attn == "sdpa" and not model_class_for(arch)._supports_sdpa:

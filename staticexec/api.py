@@ -12,7 +12,9 @@ import json
 import os
 from typing import Any, Iterator
 
-from staticexec.analysis.architectures import Architecture, find_architecture, no_split_modules
+from staticexec.analysis import defaults
+from staticexec.analysis.architectures import Architecture, find_architecture
+from staticexec.analysis.defaults import source_holdings
 from staticexec.emit.emitter import Emitter
 from staticexec.emit.instance import check_instance
 from staticexec.messages import MalformedPlan, Refused, StalePlan, UsageError
@@ -24,45 +26,13 @@ from staticexec.emit.run import Subgraph, run_subgraphs
 from staticexec.analysis.source import ClassRef, FunctionRef, function_source_hash, load_module
 from staticexec.emit.targets import select_targets
 from staticexec.emit.validate import check_call
-from staticexec.analysis.values import Container, Instance
 
 __all__ = ["analyse", "analyse_architecture", "default_targets", "load_plan", "subgraphs", "run_subgraphs", "Subgraph"]
 
 
 def default_targets(resolver: Resolver, root: ClassRef) -> list[str]:
-    """`_no_split_modules` of the root class, outermost only; else the element class of its layer stack."""
-    names = no_split_modules(resolver, root)
-    held = {c.name.rpartition(".")[2]: c for c in resolver.submodule_classes(root)}
-    names = [n for n in names if n in held]
-    if not names:
-        stack = layer_stack_class(resolver, root)
-        return [stack.name.rpartition(".")[2]] if stack else []
-    inner = set()
-    for n in names:
-        below = {c.name.rpartition(".")[2] for c in resolver.submodule_classes(held[n], depth=3)}
-        inner |= below & (set(names) - {n})
-    return sorted(set(names) - inner)
-
-
-def layer_stack_class(resolver: Resolver, root: ClassRef) -> ClassRef | None:
-    """The element class of the first ModuleList of one class found breadth-first from the root."""
-    frontier = [root]
-    seen = {root}
-    for _ in range(4):
-        nxt = []
-        for cls in frontier:
-            for name in resolver.attribute_names(cls):
-                value = resolver.attribute(cls, name)
-                for atom in value:
-                    if isinstance(atom, Container):
-                        elems = {a.cls for a in atom.elem if isinstance(a, Instance)}
-                        if len(elems) == 1:
-                            return next(iter(elems))
-                    if isinstance(atom, Instance) and atom.cls not in seen and not resolver.is_external(atom.cls.module):
-                        seen.add(atom.cls)
-                        nxt.append(atom.cls)
-        frontier = nxt
-    return None
+    """The default targets of a root class read from source: analysis/defaults.py's rule."""
+    return defaults.default_targets(source_holdings(resolver, root))
 
 
 def analyse(root: ClassRef, targets: list[str] | None, *, config: Any = None, architecture: str | None = None,

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from staticexec.analysis import defaults
 from staticexec.check.configs import TinyBuildError, special_token_ids
 
 __all__ = ["alternative_samples", "default_targets", "sample_inputs"]
@@ -72,42 +73,26 @@ def _input_vocab(model: nn.Module) -> int:
 
 
 def default_targets(model: nn.Module) -> list[str]:
-    """The sequential targets a user would pick: the classes transformers won't split.
-
-    Falls back to the element class of the model's layer stack when nothing declared
-    is held; nested targets are dropped so no target call hides inside another.
-    """
-    declared: set[str] = set()
-    for module in model.modules():
-        declared.update(getattr(module, "_no_split_modules", None) or ())
-    held = {type(m).__name__ for m in model.modules()}
-    targets = declared & held or _layer_stack_class(model)
-    return sorted(_outermost(model, targets))
+    """The sequential targets a user would pick for a built model: analysis/defaults.py's rule, read
+    from the modules the model holds."""
+    return defaults.default_targets(defaults.Holdings(
+        root=model,
+        children=lambda m: [child for _, child in sorted(m.named_children(), key=lambda item: item[0])],
+        name=lambda m: type(m).__name__,
+        declared=lambda m: getattr(m, "_no_split_modules", None) or (),
+        stack=_stack,
+    ))
 
 
-def _layer_stack_class(model: nn.Module) -> set[str]:
-    best: tuple[int, str] | None = None
-    for _, module in sorted(model.named_modules(), key=lambda item: item[0]):
-        if isinstance(module, nn.ModuleList) and len(module) > 0:
-            classes = {type(m).__name__ for m in module}
-            if len(classes) == 1 and (best is None or len(module) > best[0]):
-                best = (len(module), classes.pop())
-    return {best[1]} if best else set()
-
-
-def _outermost(model: nn.Module, targets: set[str]) -> set[str]:
-    """Drop a target class only when every instance of it sits inside another target's instance."""
-    nested, outside = set(), set()
-
-    def visit(module: nn.Module, inside: str | None) -> None:
-        name = type(module).__name__
-        if name in targets:
-            (nested if inside is not None and inside != name else outside).add(name)
-        for child in module.children():
-            visit(child, inside if inside is not None else (name if name in targets else None))
-
-    visit(model, None)
-    return targets - (nested - outside)
+def _stack(module: nn.Module) -> str | None:
+    """The element class of a non-empty container of modules of one class (not containers themselves)."""
+    if not isinstance(module, (nn.ModuleList, nn.Sequential, nn.ModuleDict)):
+        return None
+    classes = {type(m) for m in module.children()}
+    if len(classes) != 1:
+        return None
+    (cls,) = classes
+    return None if issubclass(cls, (nn.ModuleList, nn.Sequential, nn.ModuleDict)) else cls.__name__
 
 
 def alternative_samples(model: nn.Module) -> list[dict]:

@@ -22,7 +22,8 @@ import libcst as cst
 
 from staticexec.analysis.classes import ClassIndex, find_transformers_class, is_framework
 from staticexec.analysis.functions import FunctionContext, bind_arguments, function_context
-from staticexec.analysis.scopes import free_called_names
+from staticexec.analysis.scopes import free_called_names, walk
+from staticexec.analysis.session import current
 from staticexec.analysis.names import Definition, load_definition_file
 from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile
 from staticexec.analysis.values import (
@@ -134,35 +135,16 @@ class Resolver(ClassIndex):
     def _self_attr_values(self, ctx: FunctionContext, cls: ClassRef, attr: str) -> Value:
         env = self.method_env(ctx, cls)
         found: list[Value] = []
-
-        class Finder(cst.CSTVisitor):
-            def visit_Assign(inner, node: cst.Assign) -> None:
-                for t in node.targets:
-                    if _is_self_attr(t.target, attr):
-                        found.append(self.eval(node.value, ctx, env))
-                    elif isinstance(t.target, (cst.Tuple, cst.List)) and any(
-                        _is_self_attr(e.value, attr) for e in t.target.elements
-                    ):
-                        found.append(unknown(f"self.{attr} is assigned by unpacking", ctx.line(node)))
-
-            def visit_AnnAssign(inner, node: cst.AnnAssign) -> None:
-                if node.value is not None and _is_self_attr(node.target, attr):
-                    found.append(self.eval(node.value, ctx, env))
-
-            def visit_Call(inner, node: cst.Call) -> None:
-                f = node.func
-                if (
-                    isinstance(f, cst.Attribute)
-                    and f.attr.value in ("append", "extend", "insert", "add_module")
-                    and _is_self_attr(f.value, attr)
-                    and node.args
-                ):
-                    v = self.eval(node.args[-1].value, ctx, env)
-                    if f.attr.value == "extend":
-                        v = self.element(v)
-                    found.append(one(Container(v)))
-
-        ctx.node.body.visit(Finder())
+        for kind, node in _storing_sites(ctx.node).get(attr, ()):
+            if kind == "assign":
+                found.append(self.eval(node.value, ctx, env))
+            elif kind == "unpack":
+                found.append(unknown(f"self.{attr} is assigned by unpacking", ctx.line(node)))
+            else:  # self.<attr>.append(...), .extend, .insert, .add_module
+                v = self.eval(node.args[-1].value, ctx, env)
+                if node.func.attr.value == "extend":
+                    v = self.element(v)
+                found.append(one(Container(v)))
         return join(*found)
 
     def method_env(self, ctx: FunctionContext, cls: ClassRef) -> dict[str, Value]:
@@ -752,10 +734,41 @@ def _is_config(value: object) -> bool:
     return isinstance(value, PretrainedConfig)
 
 
-def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
-    return (
-        isinstance(node, cst.Attribute)
-        and node.attr.value == attr
-        and isinstance(node.value, cst.Name)
-        and node.value.value == "self"
-    )
+def _storing_sites(fn: cst.FunctionDef) -> dict[str, list[tuple[str, cst.CSTNode]]]:
+    """Where a function stores to `self.<name>`, by name, in source order: an assignment ("assign"),
+    an unpacking ("unpack"), or a call that adds to a container ("add"). Found in one walk, kept
+    by the session."""
+    table = current().table("resolve.storing_sites")
+    sites = table.get(fn)
+    if sites is not None:
+        return sites
+    sites = {}
+    for node in walk(fn.body):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                name = _self_attr_name(t.target)
+                if name is not None:
+                    sites.setdefault(name, []).append(("assign", node))
+                elif isinstance(t.target, (cst.Tuple, cst.List)):
+                    for name in dict.fromkeys(_self_attr_name(e.value) for e in t.target.elements):
+                        if name is not None:
+                            sites.setdefault(name, []).append(("unpack", node))
+        elif isinstance(node, cst.AnnAssign):
+            name = _self_attr_name(node.target)
+            if node.value is not None and name is not None:
+                sites.setdefault(name, []).append(("assign", node))
+        elif isinstance(node, cst.Call):
+            f = node.func
+            if isinstance(f, cst.Attribute) and f.attr.value in ("append", "extend", "insert", "add_module") and node.args:
+                name = _self_attr_name(f.value)
+                if name is not None:
+                    sites.setdefault(name, []).append(("add", node))
+    table[fn] = sites
+    return sites
+
+
+def _self_attr_name(node: cst.BaseExpression) -> str | None:
+    """`name` when the node is `self.name`, else None."""
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return node.attr.value
+    return None

@@ -123,34 +123,10 @@ class CallGraph:
         return [(a, b, self.graph.edges[a, b]["site"]) for a, b in zip(best, best[1:])]
 
 
-class _Calls(cst.CSTVisitor):
-    """The calls inside one expression tree, not inside nested functions or lambdas."""
-
-    def __init__(self) -> None:
-        self.calls: list[cst.Call] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        """Record the call."""
-        self.calls.append(node)
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        """Skip the lambda's body."""
-        return False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        """Skip the nested function's body."""
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        """Skip the nested class's body."""
-        return False
-
-
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
-    """The calls inside a node, in visiting order, not inside nested functions, classes or lambdas."""
-    visitor = _Calls()
-    node.visit(visitor)
-    return visitor.calls
+    """The calls inside a node, outermost first in source order, not inside nested functions, classes
+    or lambdas (a node that is one of those holds none)."""
+    return [n for n in walk(node, skip=(cst.Lambda, cst.FunctionDef, cst.ClassDef)) if isinstance(n, cst.Call)]
 
 
 class CallGraphBuilder:

@@ -188,19 +188,10 @@ class Resolver(ClassIndex):
                 env[ctx.params[0]] = self_value
             for p in ctx.params:
                 env.setdefault(p, DATA)
-            found: list[Value] = []
-
-            class Returns(cst.CSTVisitor):
-                def visit_Return(inner, node: cst.Return) -> None:
-                    found.append(self.eval(node.value, ctx, env) if node.value is not None else one(Constant(None)))
-
-                def visit_FunctionDef(inner, node: cst.FunctionDef) -> bool:
-                    return False
-
-                def visit_Lambda(inner, node: cst.Lambda) -> bool:
-                    return False
-
-            ctx.node.body.visit(Returns())
+            found: list[Value] = [
+                self.eval(node.value, ctx, env) if node.value is not None else one(Constant(None))
+                for node in walk(ctx.node.body, skip=(cst.FunctionDef, cst.Lambda)) if isinstance(node, cst.Return)
+            ]
             result = join(*found) if found else one(Constant(None))
             self._returns[key] = result
             return result

@@ -11,8 +11,8 @@ import libcst as cst
 from staticexec.analysis.session import current
 
 
-def walk(node: cst.CSTNode):
-    """Every node below `node`, outermost first.
+def walk(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = ()):
+    """Every node below `node`, outermost first; a node of a `skip` type is neither given nor entered.
 
     libcst builds a node's `children` anew on each access (it rebuilds the node to list them), and
     the stages walk the same function bodies more than once, so the session keeps each node's
@@ -22,6 +22,8 @@ def walk(node: cst.CSTNode):
     stack = [node]
     while stack:
         cur = stack.pop()
+        if skip and isinstance(cur, skip):
+            continue
         yield cur
         below = known.get(cur)
         if below is None:

@@ -12,6 +12,7 @@ import ast
 import os
 
 from staticexec.analysis.names import shared_names
+from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module
 from staticexec.analysis.values import EMPTY, Constant, DATA, Value, one
 
@@ -28,7 +29,6 @@ class ClassIndex:
     def __init__(self) -> None:
         self.names = shared_names()
         self._mro: dict[ClassRef, list[ClassRef]] = {}
-        self._stores: dict[ClassRef, dict[str, list[ast.FunctionDef]]] = {}
 
     # ----- classes -------------------------------------------------------------------------
 
@@ -150,15 +150,17 @@ class ClassIndex:
         return one(Constant(value.value)) if isinstance(value, ast.Constant) else DATA
 
     def _storing_methods(self, cls: ClassRef, node: ast.ClassDef) -> dict[str, list[ast.FunctionDef]]:
-        """For one class body: attribute name -> the methods that store `self.<name>` (one walk per class)."""
-        index = self._stores.get(cls)
+        """For one class body: attribute name -> the methods that store `self.<name>` (one walk per class
+        body, kept by the session: it does not depend on what is being analysed)."""
+        stores = current().table("classes.stores")
+        index = stores.get(node)
         if index is None:
             index = {}
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     for attr in sorted(_stored_self_attrs(item)):
                         index.setdefault(attr, []).append(item)
-            self._stores[cls] = index
+            stores[node] = index
         return index
 
     def attribute_names(self, cls: ClassRef) -> list[str]:

@@ -14,7 +14,6 @@ from typing import Any, Iterator
 
 from staticexec.analysis import defaults
 from staticexec.analysis.architectures import Architecture, find_architecture
-from staticexec.analysis.defaults import source_holdings
 from staticexec.emit.emitter import Emitter
 from staticexec.emit.instance import check_instance
 from staticexec.messages import MalformedPlan, Refused, StalePlan, UsageError
@@ -32,7 +31,7 @@ __all__ = ["analyse", "analyse_architecture", "default_targets", "load_plan", "s
 
 def default_targets(resolver: Resolver, root: ClassRef) -> list[str]:
     """The default targets of a root class read from source: analysis/defaults.py's rule."""
-    return defaults.default_targets(source_holdings(resolver, root))
+    return defaults.default_targets(defaults.source_holdings(resolver, root))
 
 
 def analyse(root: ClassRef, targets: list[str] | None, *, config: Any = None, architecture: str | None = None,

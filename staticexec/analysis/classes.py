@@ -23,6 +23,10 @@ CONTAINERS = {
 }
 
 
+# methods that add a module to a container stored on self: `self.layers.append(...)` stores to `layers`
+GROWING_METHODS = ("append", "extend", "insert", "add_module")
+
+
 class ClassIndex:
     """Class definitions, bases, MRO, methods and stored attributes, each looked up once per analysis."""
 
@@ -188,7 +192,7 @@ def _stored_self_attrs(fn: ast.FunctionDef) -> set[str]:
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("append", "extend", "insert", "add_module")
+            and node.func.attr in GROWING_METHODS
             and isinstance(node.func.value, ast.Attribute)
             and isinstance(node.func.value.value, ast.Name)
             and node.func.value.value.id == "self"

@@ -3,8 +3,9 @@
 When a user names no targets, staticexec takes the classes transformers will not split across
 devices: the `_no_split_modules` declared by any class the model holds, kept where the model
 really holds them. Where nothing declared is held, the element class of the model's first layer
-stack (a container of one class, breadth-first from the root, attributes in name order) stands in. A target is dropped
-when every path to it passes through another target, so no target call hides inside another.
+stack (a container of one class, breadth-first from the root, attributes in name order) stands
+in. A target is dropped when every path to it passes through another target, so no target call
+hides inside another.
 
 The rule sees a model through a `Holdings` view. Planning without a model (api.analyse) gives it
 `source_holdings`, the classes the resolver finds in the source; verify gives it the modules of a
@@ -18,6 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Generic, Hashable, Iterable, TypeVar
 
+from staticexec.analysis.architectures import no_split_modules
 from staticexec.analysis.source import ClassRef
 from staticexec.analysis.values import Container, Instance, Value
 
@@ -31,9 +33,9 @@ class Holdings(Generic[Node]):
     """What a model holds, as the default-target rule reads it.
 
     `children(node)` are the nodes a node holds, ordered by the attribute names that hold them;
-    `name(node)` its class name;
-    `declared(node)` the class names it declares in `_no_split_modules`; `stack(node)` the element
-    class name when the node is a layer stack of one class, else None.
+    `name(node)` its class name; `declared(node)` the class names it declares in
+    `_no_split_modules`; `stack(node)` the element class name when the node is a layer stack of
+    one class, else None.
     """
 
     root: Node
@@ -80,7 +82,6 @@ class _Stack:
 
 def source_holdings(resolver, root: ClassRef) -> Holdings:
     """The classes a root class may hold, as the resolver reads them from source (containers as stacks)."""
-    from staticexec.analysis.architectures import no_split_modules
 
     def children(node: ClassRef | _Stack) -> list[ClassRef | _Stack]:
         if isinstance(node, _Stack):

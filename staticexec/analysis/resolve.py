@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from staticexec.analysis.classes import ClassIndex, find_transformers_class, is_framework
+from staticexec.analysis.classes import GROWING_METHODS, ClassIndex, find_transformers_class, is_framework
 from staticexec.analysis.functions import FunctionContext, bind_arguments, function_context
 from staticexec.analysis.scopes import free_called_names, walk
 from staticexec.analysis.session import current
@@ -750,7 +750,7 @@ def _storing_sites(fn: cst.FunctionDef) -> dict[str, list[tuple[str, cst.CSTNode
                 sites.setdefault(name, []).append(("assign", node))
         elif isinstance(node, cst.Call):
             f = node.func
-            if isinstance(f, cst.Attribute) and f.attr.value in ("append", "extend", "insert", "add_module") and node.args:
+            if isinstance(f, cst.Attribute) and f.attr.value in GROWING_METHODS and node.args:
                 name = _self_attr_name(f.value)
                 if name is not None:
                     sites.setdefault(name, []).append(("add", node))

@@ -12,10 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider
 
 from staticexec.analysis.session import current
-from staticexec.analysis.source import FunctionRef, SourceFile, function_node, load_module, parse_function
+from staticexec.analysis.source import FunctionRef, SourceFile, function_node, load_module, parse_function, positions
 
 
 @dataclass
@@ -148,8 +147,6 @@ def function_context(ref: FunctionRef) -> FunctionContext | None:
     ctx = None
     parsed = parse_function(sf, ref.qualname)
     if parsed is not None:
-        wrapper = cst.MetadataWrapper(parsed.module, unsafe_skip_copy=True)
-        positions = wrapper.resolve(PositionProvider)
         node = function_node(sf, ref.qualname)
         line = sf.lines[node.lineno - 1]
         indent = len(line) - len(line.lstrip())
@@ -160,7 +157,7 @@ def function_context(ref: FunctionRef) -> FunctionContext | None:
             sf=sf,
             module=parsed.module,
             node=parsed.node,
-            positions=positions,
+            positions=positions(parsed.module),
             line_offset=parsed.line_offset,
             indent=indent,
             source_hash=parsed.source_hash,

@@ -12,11 +12,13 @@ import hashlib
 import os
 import sys
 import textwrap
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from functools import lru_cache
 
 import libcst as cst
+from libcst.metadata import CodeRange, PositionProvider
 
 from staticexec.analysis.session import current
 
@@ -285,6 +287,28 @@ def parse_function(sf: SourceFile, qualname: str) -> ParsedFunction | None:
     )
     parsed_functions[key] = parsed
     return parsed
+
+
+class _PositionsOnly(cst.MetadataWrapper):
+    """A metadata wrapper asked for positions alone. libcst's resolution runs a batched visit of the
+    whole tree even when no batchable provider is asked, rebuilding every node for nothing; this
+    wrapper skips a visit with no visitors."""
+
+    def visit_batched(self, visitors, before_visit=None, after_leave=None):  # noqa: D102 (libcst's)
+        visitors = list(visitors)
+        if not visitors:
+            return self.module
+        return super().visit_batched(visitors, before_visit, after_leave)
+
+
+def positions(module: cst.Module) -> Mapping[cst.CSTNode, CodeRange]:
+    """Where each node of a parsed function's module starts and ends (lines from 1, columns from 0),
+    computed once per session for each module."""
+    table = current().table("source.positions")  # by the module node
+    found = table.get(module)
+    if found is None:
+        found = table[module] = _PositionsOnly(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return found
 
 
 def function_source_hash(sf: SourceFile, qualname: str) -> str | None:

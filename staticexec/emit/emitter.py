@@ -32,7 +32,7 @@ from staticexec.analysis.plan import Control, Decided, Function, Kind, Plan, Sta
 from staticexec.analysis.planner import statement_blocks, exits, expression_guards
 from staticexec.analysis.functions import LocalBindings, param_names
 from staticexec.analysis.session import current
-from staticexec.analysis.source import ClassRef, FunctionRef, load_file, location, parse_function
+from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.cut import Step, build_subgraphs
 from staticexec.emit.run import install_tripwires, outermost_targets
 
@@ -66,6 +66,7 @@ class Frame:
     result: str
     origin_path: str
     line_offset: int
+    tree: cst.Module  # the parsed module that holds `fn`, for positions
     file: str = ""  # the source file, as imported
     scopes: tuple[str, ...] = ()
     returned: bool = False
@@ -374,7 +375,7 @@ class Emitter:
 
     # ----- frames --------------------------------------------------------------------------
 
-    def _parse(self, planned: Function) -> tuple[cst.FunctionDef, int, str]:
+    def _parse(self, planned: Function) -> tuple[ParsedFunction, str]:
         key = planned.function
         hit = self._parsed.get(key)
         if hit is None:
@@ -384,12 +385,13 @@ class Emitter:
             parsed = parse_function(sf, ref.qualname)
             if parsed is None or parsed.source_hash != planned.source_hash:
                 raise Refused([InstanceMismatch(planned.path, planned.lines[0], f"the source of {ref.qualname} changed since the plan was made")])
-            hit = (parsed.node, parsed.line_offset, sf.path)
+            hit = (parsed, sf.path)
             self._parsed[key] = hit
         return hit
 
     def _frame(self, node: str, planned: Function, self_obj: Any, rename: bool, result: str) -> Frame:
-        fn, offset, path = self._parse(planned)
+        parsed, path = self._parse(planned)
+        fn = parsed.node
         ref = FunctionRef.parse(planned.function)
         module = importlib.import_module(ref.module)
         index = self.frames
@@ -407,7 +409,8 @@ class Emitter:
             values={},
             result=result,
             origin_path=planned.path,
-            line_offset=offset,
+            line_offset=parsed.line_offset,
+            tree=parsed.module,
             file=path,
         )
         self._import_globals(frame, names)
@@ -686,18 +689,8 @@ class Emitter:
             return None
 
     def _line_of(self, frame: Frame, stmt: cst.CSTNode) -> int:
-        cache = _facts("lines").get(frame.fn)
-        if cache is None:
-            cache = {}
-            wrapper = cst.MetadataWrapper(cst.Module(body=[frame.fn]), unsafe_skip_copy=True)
-            from libcst.metadata import PositionProvider
-
-            positions = wrapper.resolve(PositionProvider)
-            for node, pos in positions.items():
-                if isinstance(node, (cst.BaseStatement, cst.BaseSmallStatement)):
-                    cache[node] = pos.start.line + frame.line_offset
-            _facts("lines")[frame.fn] = cache
-        return cache.get(stmt, frame.planned.lines[0])
+        pos = positions(frame.tree).get(stmt)
+        return pos.start.line + frame.line_offset if pos is not None else frame.planned.lines[0]
 
     def _emit_stmt(self, frame: Frame, stmt: cst.CSTNode, line: int) -> None:
         self._add(frame, rewritten(stmt, frame.rename), line)

@@ -49,3 +49,67 @@ def test_a_cut_cache_file_is_a_miss_and_is_rewritten_whole(tmp_path):
     assert _goto(cache, src) == "['helpers.take_along_dim']"
     with open(pickled, "rb") as handle:
         pickle.loads(handle.read())  # and the cut file was replaced by a whole one
+
+
+def _reader(folder, name: str, head: str, member: str) -> tuple:
+    """A file that imports a module as `head` and reads `head.member` on its last line: the file, and
+    the positions of `head` and of `member` on that line."""
+    path = folder / f"{name}.py"
+    path.write_text(f"{'import helpers as ' + head if head == 'h' else 'from torch import nn'}\n\n\nx = {head}.{member}\n")
+    from staticexec.analysis.source import load_file
+
+    return load_file(str(path), name), (4, 4), (4, 4 + len(head) + 1)
+
+
+def _counting_goto(monkeypatch) -> list:
+    import jedi
+
+    asked, goto = [], jedi.Script.goto
+
+    def counting(self, *args, **kwargs):
+        asked.append(args)
+        return goto(self, *args, **kwargs)
+
+    monkeypatch.setattr(jedi.Script, "goto", counting)
+    return asked
+
+
+def test_a_member_of_an_installed_module_is_asked_of_jedi_once_whichever_file_reads_it(tmp_path, monkeypatch):
+    from staticexec.analysis.names import NameResolver
+    from staticexec.analysis.session import isolated
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    asked = _counting_goto(monkeypatch)
+    with isolated():
+        names = NameResolver()
+        found = []
+        for name in ("reader_a", "reader_b"):
+            sf, head, member = _reader(tmp_path, name, "nn", "Linear")
+            owner = names.goto(sf, *head)
+            assert (owner.kind, owner.module) == ("module", "torch.nn")
+            found.append(names.goto_member(sf, owner.module, "Linear", *member))
+        assert len(asked) == 3  # `nn` in each file, `nn.Linear` in the first only
+        assert found[0] == found[1] and (found[0].module, found[0].qualname) == ("torch.nn.modules.linear", "Linear")
+        # and it is jedi's own answer in the second file
+        assert NameResolver().goto(sf, *member) == found[1]
+
+
+def test_a_member_of_a_module_that_may_be_edited_is_asked_where_it_is_read(tmp_path, monkeypatch):
+    from staticexec.analysis.names import NameResolver
+    from staticexec.analysis.session import isolated
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "helpers.py").write_text("class Block:\n    pass\n")
+    asked = _counting_goto(monkeypatch)
+    with isolated():
+        names = NameResolver()
+        sf, head, member = _reader(tmp_path, "reader_c", "h", "Block")
+        owner = names.goto(sf, *head)
+        assert (owner.kind, owner.module) == ("module", "helpers")
+        assert names.goto_member(sf, "helpers", "Block", *member).line == 1
+        (tmp_path / "helpers.py").write_text("\n\nclass Block:\n    pass\n")  # the model code changes
+        later = os.stat(tmp_path / "helpers.py").st_mtime + 10
+        os.utime(tmp_path / "helpers.py", (later, later))
+        sf, head, member = _reader(tmp_path, "reader_d", "h", "Block")
+        assert names.goto_member(sf, "helpers", "Block", *member).line == 3
+        assert len(asked) == 3  # `h` in the first file, `h.Block` in both

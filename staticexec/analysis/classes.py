@@ -55,10 +55,7 @@ class ClassIndex:
             target = base
             while isinstance(target, ast.Subscript):  # Generic[...]
                 target = target.value
-            col = target.col_offset
-            if isinstance(target, ast.Attribute):
-                col = target.end_col_offset - len(target.attr)
-            defn = self.names.goto(sf, target.end_lineno, col)
+            defn = self.names.goto_module_scope(sf, target)
             if defn is not None and defn.kind == "class":
                 out.append(ClassRef(defn.module, defn.qualname))
         return out

@@ -11,9 +11,11 @@ each name is defined.
 
 from __future__ import annotations
 
+import ast
 import os
 import pickle
 import sys
+import sysconfig
 import tempfile
 from dataclasses import dataclass
 
@@ -74,12 +76,19 @@ class Definition:
     line: int | None
 
 
+# where installed packages and the standard library lie: their modules do not change while a process runs
+_INSTALLED = tuple(dict.fromkeys(os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib", "purelib", "platlib")))
+
+
 class NameResolver:
-    """jedi `goto`, one Script per file, answers cached by position."""
+    """jedi `goto`, one Script per file, answers cached by position, by module-level name and by module member."""
 
     def __init__(self) -> None:
         self._scripts: dict[str, jedi.Script] = {}
         self._answers: dict[tuple[str, str, int, int], Definition | None] = {}
+        self._globals: dict[tuple[str, str, str], Definition | None] = {}
+        self._members: dict[tuple[str, str], Definition | None] = {}
+        self._module_paths: dict[str, str] = {}  # module name -> its file, "" when two files claim the name
         self._projects: dict[str, jedi.Project] = {}
         self._scripts_hash: dict[str, str] = {}
 
@@ -126,8 +135,52 @@ class NameResolver:
                 module = known or jedi_module
             answer = Definition(module, qual, name.type, path, name.line)
             break
+        if answer is not None and answer.kind == "module" and answer.path:
+            known_path = self._module_paths.setdefault(answer.module, answer.path)
+            if known_path != answer.path:
+                self._module_paths[answer.module] = ""
         self._answers[key] = answer
         return answer
+
+    def goto_global(self, sf: SourceFile, name: str, line: int, column: int) -> Definition | None:
+        """The definition of a module-level name read at (line, column) of a file.
+
+        The analysis takes a module-level name to mean one thing across its file, so jedi is asked
+        once per file and name, at the first place it is read.
+        """
+        key = (sf.path, sf.hash, name)
+        if key not in self._globals:
+            self._globals[key] = self.goto(sf, line, column)
+        return self._globals[key]
+
+    def goto_member(self, sf: SourceFile, module: str, name: str, line: int, column: int) -> Definition | None:
+        """The definition of `<module>.<name>`, read at (line, column) of a file where the name before
+        the dot is known to be that module.
+
+        What a module of an installed package or of the standard library holds (`torch.nn.Linear`)
+        does not depend on the file that reads it, so jedi is asked once per module and name; for
+        any other module (model code that may be edited) the answer is jedi's at this position.
+        """
+        path = self._module_paths.get(module)
+        if not path or not os.path.realpath(path).startswith(_INSTALLED):
+            return self.goto(sf, line, column)
+        key = (module, name)
+        if key not in self._members:
+            self._members[key] = self.goto(sf, line, column)
+        return self._members[key]
+
+    def goto_module_scope(self, sf: SourceFile, expr: ast.expr) -> Definition | None:
+        """The definition of an expression read at a file's module level (a class's base, the value of a
+        module-level assignment): a name, a dotted name through modules, or what jedi finds at its start."""
+        if isinstance(expr, ast.Name):
+            return self.goto_global(sf, expr.id, expr.end_lineno, expr.col_offset)
+        if isinstance(expr, ast.Attribute):
+            line, column = expr.end_lineno, expr.end_col_offset - len(expr.attr)
+            owner = self.goto_module_scope(sf, expr.value) if isinstance(expr.value, (ast.Name, ast.Attribute)) else None
+            if owner is not None and owner.kind == "module":
+                return self.goto_member(sf, owner.module, expr.attr, line, column)
+            return self.goto(sf, line, column)
+        return self.goto(sf, expr.end_lineno, expr.col_offset)
 
 
 def load_definition_file(defn: Definition) -> SourceFile | None:

@@ -408,8 +408,9 @@ class Resolver(ClassIndex):
             return self._item(self._binding_value(inner_kind, inner_value, inner_extra, ctx, env), extra)
         return unknown("bound by a construct the resolver does not follow")
 
-    def _eval_global(self, node: cst.Name | cst.Attribute, ctx: FunctionContext) -> Value:
-        """A module-level name (or `module.attr`): the same text means the same thing across a file."""
+    def _eval_global(self, node: cst.Name | cst.Attribute, ctx: FunctionContext, module: str | None = None) -> Value:
+        """A module-level name (or `module.attr`, with `module` the one module the name before the dot
+        is): the same text means the same thing across a file."""
         text = _dotted(node)
         key = (ctx.sf.path, ctx.sf.hash, text) if text else None
         if key is not None and key in self._globals:
@@ -417,7 +418,10 @@ class Resolver(ClassIndex):
         target = node.attr if isinstance(node, cst.Attribute) else node
         line = ctx.line(target)
         col = ctx.column(target)
-        defn = self.names.goto(ctx.sf, line, col)
+        if module is not None and isinstance(node, cst.Attribute):
+            defn = self.names.goto_member(ctx.sf, module, node.attr.value, line, col)
+        else:
+            defn = self.names.goto(ctx.sf, line, col)
         value = self.definition_value(defn, f"`{ctx.code(node)}` is not resolved by jedi", line)
         if key is not None:
             self._globals[key] = value
@@ -467,8 +471,7 @@ class Resolver(ClassIndex):
         if isinstance(expr, ast.Constant):
             return one(Constant(expr.value)) if isinstance(expr.value, (str, int, bool, type(None))) else DATA
         if isinstance(expr, (ast.Name, ast.Attribute)):
-            col = expr.col_offset if isinstance(expr, ast.Name) else expr.end_col_offset - len(expr.attr)
-            defn = self.names.goto(sf, expr.end_lineno, col)
+            defn = self.names.goto_module_scope(sf, expr)
             if defn is not None and defn.kind == "statement" and defn.module == sf.module:
                 node = sf.top_level(defn.qualname)
                 if isinstance(node, ast.Assign) and node.value is not expr:
@@ -515,7 +518,7 @@ class Resolver(ClassIndex):
                 else:
                     out.append(one(Function(method)) if method else DATA)
             elif isinstance(atom, ModuleObject):
-                out.append(self._eval_global(node, ctx))
+                out.append(self._eval_global(node, ctx, atom.module if len(base) == 1 else None))
             elif isinstance(atom, Container):
                 if attr in ("values", "children", "modules"):
                     out.append(one(Function(FunctionRef("builtins", "values"), one(atom))))

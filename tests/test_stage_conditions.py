@@ -1,7 +1,7 @@
 """Stage conditions (staticexec/analysis/conditions.py), through `ConditionClassifier.classify`.
 
 The classifier is built as the plan stage builds it for one function: from the function's
-parameters (`param_names`, less `self`) and its local bindings (`LocalBindings`). Each case is
+parameters (`param_names`, less `self`) and its local bindings (`local_bindings`). Each case is
 a short function; the test of its first `if` is classified `static`, `input` or `dynamic`.
 """
 
@@ -13,17 +13,15 @@ import libcst as cst
 import pytest
 
 from staticexec.analysis.conditions import ConditionClassifier, worst
-from staticexec.analysis.functions import LocalBindings, param_names
+from staticexec.analysis.functions import local_bindings, param_names
 
 
 def first_if_class(source: str) -> str:
     module = cst.parse_module(textwrap.dedent(source))
     fn = next(s for s in module.body if isinstance(s, cst.FunctionDef))
-    bindings = LocalBindings()
-    fn.body.visit(bindings)
     params = param_names(fn)
     self_name = params[0] if params and params[0] == "self" else None
-    classifier = ConditionClassifier(self_name, params[1:] if self_name else params, bindings.bindings)
+    classifier = ConditionClassifier(self_name, params[1:] if self_name else params, local_bindings(fn.body))
     tests: list[cst.BaseExpression] = []
 
     class FirstIf(cst.CSTVisitor):

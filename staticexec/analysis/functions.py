@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from staticexec.analysis.scopes import walk
 from staticexec.analysis.session import current
 from staticexec.analysis.source import FunctionRef, SourceFile, function_node, load_module, parse_function, positions
 
@@ -62,70 +63,52 @@ def param_names(fn: cst.FunctionDef) -> list[str]:
     return names
 
 
-class LocalBindings(cst.CSTVisitor):
-    """Every way a function binds a local name, flow-insensitively (the resolver joins them)."""
+Bindings = dict[str, list[tuple[str, object, object]]]
 
-    def __init__(self) -> None:
-        self.bindings: dict[str, list[tuple[str, object, object]]] = {}
 
-    def _bind(self, target: cst.BaseExpression, kind: str, value: object, extra: object = None) -> None:
-        if isinstance(target, cst.Name):
-            self.bindings.setdefault(target.value, []).append((kind, value, extra))
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for i, el in enumerate(target.elements):
-                inner = el.value
-                if isinstance(el, cst.StarredElement):
-                    self._bind(inner, "unknown", None)
-                else:
-                    self._bind(inner, "item", (kind, value, extra), i)
+def local_bindings(body: cst.CSTNode) -> Bindings:
+    """Every way the code under `body` binds a local name, in source order and flow-insensitively
+    (the resolver joins them): `(kind, value, extra)` by name. Nested functions and classes bind
+    names of their own and are not entered."""
+    bindings: Bindings = {}
+    for node in walk(body, skip=(cst.FunctionDef, cst.ClassDef)):
+        if isinstance(node, cst.Assign):
+            for t in node.targets:
+                _bind(bindings, t.target, "expr", node.value)
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None:
+                _bind(bindings, node.target, "expr", node.value)
+        elif isinstance(node, (cst.AugAssign, cst.NamedExpr)):
+            _bind(bindings, node.target, "expr", node.value)
+        elif isinstance(node, cst.For):
+            _bind(bindings, node.target, "iter", node.iter)
+        elif isinstance(node, cst.WithItem):
+            if node.asname is not None:
+                _bind(bindings, node.asname.name, "unknown", None)
+        elif isinstance(node, cst.Call):
+            # what `x.append(v)`, `x.extend(v)` and `x.insert(i, v)` add to the list `x`
+            f = node.func
+            if (
+                isinstance(f, cst.Attribute)
+                and isinstance(f.value, cst.Name)
+                and f.attr.value in ("append", "extend", "insert")
+                and node.args
+            ):
+                kind = "append" if f.attr.value == "append" else "extend"
+                bindings.setdefault(f.value.value, []).append((kind, node.args[-1].value, None))
+    return bindings
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        """Bind each target of `a = b = value`."""
-        for t in node.targets:
-            self._bind(t.target, "expr", node.value)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        """Bind the target of an annotated assignment with a value."""
-        if node.value is not None:
-            self._bind(node.target, "expr", node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        """Bind the target of `x op= value`."""
-        self._bind(node.target, "expr", node.value)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        """Bind the target of `(x := value)`."""
-        self._bind(node.target, "expr", node.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        """Bind a loop's target to the items of its iterable."""
-        self._bind(node.target, "iter", node.iter)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        """Bind the name of `with ... as name` to an unknown value."""
-        if node.asname is not None:
-            self._bind(node.asname.name, "unknown", None)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        """Record what `x.append(v)`, `x.extend(v)` and `x.insert(i, v)` add to the list `x`."""
-        f = node.func
-        if (
-            isinstance(f, cst.Attribute)
-            and isinstance(f.value, cst.Name)
-            and f.attr.value in ("append", "extend", "insert")
-            and node.args
-        ):
-            kind = "append" if f.attr.value == "append" else "extend"
-            arg = node.args[-1].value
-            self.bindings.setdefault(f.value.value, []).append((kind, arg, None))
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        """Skip nested functions: their locals are their own."""
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        """Skip nested classes."""
-        return False
+def _bind(bindings: Bindings, target: cst.BaseExpression, kind: str, value: object, extra: object = None) -> None:
+    if isinstance(target, cst.Name):
+        bindings.setdefault(target.value, []).append((kind, value, extra))
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for i, el in enumerate(target.elements):
+            inner = el.value
+            if isinstance(el, cst.StarredElement):
+                _bind(bindings, inner, "unknown", None)
+            else:
+                _bind(bindings, inner, "item", (kind, value, extra), i)
 
 
 def bind_arguments(params: list[str], args: Sequence[cst.Arg]) -> list[tuple[str, int]]:
@@ -150,8 +133,6 @@ def function_context(ref: FunctionRef) -> FunctionContext | None:
         node = function_node(sf, ref.qualname)
         line = sf.lines[node.lineno - 1]
         indent = len(line) - len(line.lstrip())
-        visitor = LocalBindings()
-        parsed.node.body.visit(visitor)
         ctx = FunctionContext(
             ref=ref,
             sf=sf,
@@ -162,7 +143,7 @@ def function_context(ref: FunctionRef) -> FunctionContext | None:
             indent=indent,
             source_hash=parsed.source_hash,
             params=param_names(parsed.node),
-            locals=visitor.bindings,
+            locals=local_bindings(parsed.node.body),
         )
     contexts[key] = ctx
     return ctx

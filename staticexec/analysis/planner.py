@@ -31,6 +31,7 @@ from staticexec.messages import (
 from staticexec.analysis.mutations import mutation_refusals
 from staticexec.analysis.plan import SCHEMA_VERSION, Call, Condition, Control, Decided, Function, Kind, Plan, Statement, Unresolved
 from staticexec.analysis.resolve import Resolver
+from staticexec.analysis.scopes import children, walk
 from staticexec.analysis.source import ClassRef
 
 COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar) if hasattr(cst, "TryStar") else (
@@ -77,56 +78,31 @@ def statement_blocks(stmt: cst.CSTNode) -> list[tuple[str, list[cst.CSTNode]]]:
     return []
 
 
-class _Exits(cst.CSTVisitor):
-    """Whether a statement may `return`, or `break` / `continue` the loop it is in."""
+@dataclass(frozen=True)
+class Exits:
+    """Whether a statement may `return` (`found`), or `break` / `continue` the loop around it (`loop_exit`)."""
 
-    def __init__(self) -> None:
-        self.found = False
-        self.loop_exit = False
-        self._loops = 0
-
-    def visit_Return(self, node: cst.Return) -> None:
-        """Record a `return`."""
-        self.found = True
-
-    def visit_Break(self, node: cst.Break) -> None:
-        """Record a `break` that leaves the enclosing loop (not one inside the statement)."""
-        self.loop_exit |= self._loops == 0
-
-    def visit_Continue(self, node: cst.Continue) -> None:
-        """Record a `continue` of the enclosing loop (not one inside the statement)."""
-        self.loop_exit |= self._loops == 0
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        """Skip nested functions: their exits are their own."""
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        """Skip lambdas."""
-        return False
-
-    def visit_For(self, node: cst.For) -> None:
-        """Enter a loop inside the statement."""
-        self._loops += 1
-
-    def leave_For(self, node: cst.For) -> None:
-        """Leave a loop inside the statement."""
-        self._loops -= 1
-
-    def visit_While(self, node: cst.While) -> None:
-        """Enter a loop inside the statement."""
-        self._loops += 1
-
-    def leave_While(self, node: cst.While) -> None:
-        """Leave a loop inside the statement."""
-        self._loops -= 1
+    found: bool
+    loop_exit: bool
 
 
-def exits(stmt: cst.CSTNode) -> _Exits:
-    """Whether a statement may `return`, or `break` / `continue` the loop around it (an `_Exits` after the visit)."""
-    v = _Exits()
-    stmt.visit(v)
-    return v
+def exits(stmt: cst.CSTNode) -> Exits:
+    """Whether a statement may `return`, or `break` / `continue` the loop around it. Nested functions
+    and lambdas exit only themselves; a `break` or `continue` inside a loop of the statement leaves
+    that loop."""
+    found = loop_exit = False
+    stack = [(stmt, 0)]  # a node, and how many loops of the statement hold it
+    while stack:
+        node, loops = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            continue
+        if isinstance(node, cst.Return):
+            found = True
+        elif isinstance(node, (cst.Break, cst.Continue)):
+            loop_exit |= loops == 0
+        inner = loops + isinstance(node, (cst.For, cst.While))
+        stack.extend((child, inner) for child in children(node))
+    return Exits(found, loop_exit)
 
 
 class FunctionPlanner:
@@ -344,10 +320,10 @@ def _calls_with_guards(stmt: cst.CSTNode) -> list[tuple[cst.Call, list[Expressio
             visit(node.right, guards + [ExpressionGuard(label, node, "right", node.left)])
             return
         if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
-            for child in node.children:
+            for child in children(node):
                 visit(child, guards + [ExpressionGuard("comprehension", node, "element", None)])
             return
-        for child in node.children:
+        for child in children(node):
             visit(child, guards)
 
     visit(stmt, [])
@@ -355,15 +331,7 @@ def _calls_with_guards(stmt: cst.CSTNode) -> list[tuple[cst.Call, list[Expressio
 
 
 def _is_generator(fn: cst.FunctionDef) -> bool:
-    stack = list(fn.body.children)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.Yield,)):
-            return True
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-            continue
-        stack.extend(node.children)
-    return False
+    return any(isinstance(node, cst.Yield) for node in walk(fn.body, skip=(cst.FunctionDef, cst.Lambda, cst.ClassDef)))
 
 
 def _user_decorators(ctx, names: list[str]) -> list[str]:

@@ -11,24 +11,29 @@ import libcst as cst
 from staticexec.analysis.session import current
 
 
-def walk(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = ()):
-    """Every node below `node`, outermost first; a node of a `skip` type is neither given nor entered.
+def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
+    """A node's children in source order, as libcst's `children` gives them.
 
     libcst builds a node's `children` anew on each access (it rebuilds the node to list them), and
-    the stages walk the same function bodies more than once, so the session keeps each node's
-    children, reversed, for the walks after the first.
+    the stages look at the same function bodies more than once, so the session keeps them.
     """
     known = current().table("scopes.children")
+    found = known.get(node)
+    if found is None:
+        found = known[node] = tuple(node.children)
+    return found
+
+
+def walk(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = ()):
+    """Every node below `node`, outermost first, in source order; a node of a `skip` type is neither
+    given nor entered."""
     stack = [node]
     while stack:
         cur = stack.pop()
         if skip and isinstance(cur, skip):
             continue
         yield cur
-        below = known.get(cur)
-        if below is None:
-            below = known[cur] = tuple(reversed(cur.children))
-        stack.extend(below)
+        stack.extend(reversed(children(cur)))
 
 
 def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name]:

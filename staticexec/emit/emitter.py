@@ -25,12 +25,13 @@ import libcst as cst
 from staticexec.analysis import decorators as deco
 from staticexec.emit import runtime
 from staticexec.analysis.callgraph import calls_in, node_id
+from staticexec.analysis.scopes import children, walk
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
 from staticexec.messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
 from staticexec.emit.observe import IfLines, SampleRun
 from staticexec.analysis.plan import Control, Decided, Function, Kind, Plan, Statement
 from staticexec.analysis.planner import statement_blocks, exits, expression_guards
-from staticexec.analysis.functions import LocalBindings, param_names
+from staticexec.analysis.functions import local_bindings, param_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.cut import Step, build_subgraphs
@@ -145,41 +146,29 @@ def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[cst.Call
     return code
 
 
-class _Mutated(cst.CSTVisitor):
+# in-place container methods: `d.m(...)` may change `d`
+_MUTATING_METHODS = {"pop", "popitem", "update", "setdefault", "clear", "append", "extend", "insert", "remove"}
+
+
+def _mutated(stmt: cst.CSTNode) -> set[str]:
     """Names whose value a statement may change in place: `d.pop(...)`, `d[k] = v`, `del d[k]`."""
-
-    METHODS = {"pop", "popitem", "update", "setdefault", "clear", "append", "extend", "insert", "remove"}
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Call(self, node: cst.Call) -> None:
-        """Record `d.m(...)` for an in-place container method `m`."""
-        f = node.func
-        if isinstance(f, cst.Attribute) and f.attr.value in self.METHODS and isinstance(f.value, cst.Name):
-            self.names.add(f.value.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        """Record `d` of `d[k] = v`."""
-        if isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
-            self.names.add(node.target.value.value)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        """Record `d` of `del d[k]`."""
-        if isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
-            self.names.add(node.target.value.value)
+    names: set[str] = set()
+    for node in walk(stmt):
+        if isinstance(node, cst.Call):
+            f = node.func
+            if isinstance(f, cst.Attribute) and f.attr.value in _MUTATING_METHODS and isinstance(f.value, cst.Name):
+                names.add(f.value.value)
+        elif isinstance(node, (cst.AssignTarget, cst.Del)):
+            if isinstance(node.target, cst.Subscript) and isinstance(node.target.value, cst.Name):
+                names.add(node.target.value.value)
+    return names
 
 
 def stored_names(stmt: cst.CSTNode) -> tuple[str, ...]:
     """Names a statement assigns or changes in place: afterwards their emit-time value is unknown."""
     names = _facts("stored").get(stmt)
     if names is None:
-
-        visitor = LocalBindings()
-        stmt.visit(visitor)
-        mutated = _Mutated()
-        stmt.visit(mutated)
-        names = _facts("stored")[stmt] = tuple(sorted(set(visitor.bindings) | mutated.names))
+        names = _facts("stored")[stmt] = tuple(sorted(set(local_bindings(stmt)) | _mutated(stmt)))
     return names
 
 
@@ -208,50 +197,34 @@ def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
     names = _facts("loaded").get(fn)
     if names is None:
         loaded: set[str] = set()
-
-        class Loads(cst.CSTVisitor):
-            def visit_Name(self, node: cst.Name) -> None:
+        stack: list[cst.CSTNode] = [fn.params, fn.body]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, cst.Name):
                 loaded.add(node.value)
-
-            def visit_Attribute(self, node: cst.Attribute) -> bool:
-                node.value.visit(self)
-                return False
-
-            def visit_Arg(self, node: cst.Arg) -> bool:
-                node.value.visit(self)
-                return False
-
-        fn.body.visit(Loads())
-        fn.params.visit(Loads())
+            elif isinstance(node, (cst.Attribute, cst.Arg)):  # not the attribute's or the keyword's name
+                stack.append(node.value)
+                continue
+            stack.extend(children(node))
         names = _facts("loaded")[fn] = frozenset(loaded)
     return names
 
 
 def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
-
-    visitor = LocalBindings()
-    fn.body.visit(visitor)
-    names = set(visitor.bindings) | set(param_names(fn))
-
-    class Defs(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+    names = set(local_bindings(fn.body)) | set(param_names(fn))
+    stack: list[cst.CSTNode] = [fn.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):  # a nested definition binds its name
             names.add(node.name.value)
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            names.add(node.name.value)
-            return False
-
-        def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+            continue
+        if isinstance(node, cst.ImportAlias):
             target = node.asname.name if node.asname else node.name
             if isinstance(target, cst.Name):
                 names.add(target.value)
-
-        def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-            if node.name is not None and isinstance(node.name.name, cst.Name):
-                names.add(node.name.name.value)
-
-    fn.body.visit(Defs())
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None and isinstance(node.name.name, cst.Name):
+            names.add(node.name.name.value)
+        stack.extend(children(node))
     return names
 
 

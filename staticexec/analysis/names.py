@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import jedi
 
 _ENV = jedi.InterpreterEnvironment()
+import parso
 import parso.cache
 
 from staticexec.analysis.session import current
@@ -103,6 +104,14 @@ class NameResolver:
                 extra = [p for p in dict.fromkeys(os.path.realpath(e or os.getcwd()) for e in sys.path)
                          if os.path.isdir(p)]
                 project = self._projects[root] = jedi.Project(root, smart_sys_path=False, added_sys_path=extra)
+            # jedi parses a script's own file anew (it keeps parso's disk cache for imported modules);
+            # with the file in parso's memory cache first, read from its disk cache when there, that
+            # parse finds the same lines and takes the tree it already has
+            try:
+                _ENV.get_grammar().parse(path=sf.path, cache=True, diff_cache=True,
+                                         cache_path=jedi.settings.cache_directory)
+            except OSError:  # a file gone since it was read: jedi parses the text it is given
+                pass
             script = jedi.Script(sf.text, path=sf.path, project=project, environment=_ENV)
             self._scripts[sf.path] = script
             self._scripts_hash[sf.path] = sf.hash

@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
-import staticexec
+from patterns import fixtures
 from staticexec.analysis import session
 from staticexec.analysis.source import load_module
+from staticexec.api import analyse
 
 
 def test_an_analysis_fills_the_session_and_a_new_session_starts_empty():
+    model = next(f for f in fixtures() if f.name == "causal_lm_wrapper")  # a model in a file of its own
     with session.isolated() as own:
         assert own.sizes() == {}
-        staticexec.analyse_architecture("LlamaForCausalLM", ["LlamaDecoderLayer"])
+        analyse(model.root_ref, model.targets)
         sizes = own.sizes()
         for table in ("source.files", "source.parsed", "resolve.contexts"):
             assert sizes[table] > 0, table

@@ -1,7 +1,9 @@
-"""Names that nested functions and lambdas reach into from the scope around them.
+"""Walks of parsed code, and the names that nested functions and lambdas reach into from the scope
+around them.
 
-The call graph (callgraph.py) and the resolver (resolve.py) use them to follow what such
-scopes call; `walk` also serves the mutation checks (mutations.py).
+`children` and `walk` are how every stage looks below a libcst node: libcst rebuilds a node to list
+its children, so the session keeps them. The call graph (callgraph.py) and the resolver
+(resolve.py) use the free names to follow what nested scopes call.
 """
 
 from __future__ import annotations

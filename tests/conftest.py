@@ -12,8 +12,15 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
 
-# At exit, after pytest has finished (its last garbage collections, which report what finalizers raised,
-# included), what the process holds is frozen out of the collector: the interpreter's own collections
-# while it shuts down would otherwise walk the analysis caches (millions of parse-tree objects) for
-# seconds on every worker.
+
+def pytest_sessionfinish(session):
+    """Collect the garbage once, then freeze what is left (live objects only: the analysis caches,
+    millions of parse-tree objects) out of the collector. pytest's own last collections, which report
+    what finalizers raised, still run and still see any garbage made after this; they no longer walk
+    the caches, which took seconds on each worker after its last test."""
+    gc.collect()
+    gc.freeze()
+
+
+# and the interpreter's collections while it shuts down, after pytest is done, don't walk them either
 atexit.register(gc.freeze)

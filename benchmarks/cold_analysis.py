@@ -10,7 +10,10 @@ memory. Two columns:
 - first run: jedi's and parso's disk caches empty (a fresh XDG_CACHE_HOME), as on a new machine;
 - later runs: the same caches as the first run left them, the median of `--repeat` runs.
 
-    .venv/bin/python benchmarks/cold_analysis.py [--repeat 3] [--out docs/benchmarks-analysis.md]
+    .venv/bin/python benchmarks/cold_analysis.py [--repeat 3] [--cpu 0] [--out docs/benchmarks-analysis.md]
+
+Two versions side by side: run one copy per core (`--cpu 0` and `--cpu 1`), each with its own
+checkout first on PYTHONPATH.
 
 The goal is 5 s at most per model (aim: 2 s), for the later runs.
 """
@@ -53,19 +56,19 @@ def one(arch: str) -> dict:
     return {"seconds": time.perf_counter() - start, "subgraphs": len(subgraphs)}
 
 
-def child(arch: str, cache: str) -> dict:
+def child(arch: str, cache: str, cpu: int) -> dict:
     env = dict(os.environ, STATICEXEC_SHIPPED_PLANS="0", XDG_CACHE_HOME=cache, OMP_NUM_THREADS="1")
-    pin = ["taskset", "-c", "0"] if shutil.which("taskset") else []
+    pin = ["taskset", "-c", str(cpu)] if shutil.which("taskset") else []
     done = subprocess.run([*pin, sys.executable, __file__, "--one", arch], env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{arch}: the benchmark run failed\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(arch: str, repeat: int) -> dict:
+def measure(arch: str, repeat: int, cpu: int) -> dict:
     with tempfile.TemporaryDirectory() as cache:
-        first = child(arch, cache)
-        later = [child(arch, cache)["seconds"] for _ in range(repeat)]
+        first = child(arch, cache, cpu)
+        later = [child(arch, cache, cpu)["seconds"] for _ in range(repeat)]
     return {"arch": arch, "subgraphs": first["subgraphs"], "first": first["seconds"], "later": statistics.median(later)}
 
 
@@ -78,6 +81,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--one", metavar="ARCH", help=argparse.SUPPRESS)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cpu", type=int, default=0, help="the core every timed run is pinned to")
     parser.add_argument("--out", help="also write the table into this Markdown file")
     parser.add_argument("architectures", nargs="*", default=list(ARCHITECTURES))
     args = parser.parse_args()
@@ -90,7 +94,7 @@ def main() -> None:
     lines = ["| architecture | subgraphs | first run (s) | later runs (s) | within 5 s |", "|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
     for arch in args.architectures:
-        line = row(measure(arch, args.repeat))
+        line = row(measure(arch, args.repeat, args.cpu))
         print(line, flush=True)
         lines.append(line)
     if args.out:

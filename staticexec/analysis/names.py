@@ -22,7 +22,6 @@ from dataclasses import dataclass
 import jedi
 
 _ENV = jedi.InterpreterEnvironment()
-import parso
 import parso.cache
 
 from staticexec.analysis.session import current

@@ -294,7 +294,8 @@ class _PositionsOnly(cst.MetadataWrapper):
     whole tree even when no batchable provider is asked, rebuilding every node for nothing; this
     wrapper skips a visit with no visitors."""
 
-    def visit_batched(self, visitors, before_visit=None, after_leave=None):  # noqa: D102 (libcst's)
+    def visit_batched(self, visitors, before_visit=None, after_leave=None):
+        """libcst's batched visit, skipped when there is no visitor to run."""
         visitors = list(visitors)
         if not visitors:
             return self.module

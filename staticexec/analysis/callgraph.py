@@ -126,7 +126,7 @@ class CallGraph:
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
     """The calls inside a node, outermost first in source order, not inside nested functions, classes
     or lambdas (a node that is one of those holds none)."""
-    return [n for n in walk(node, skip=(cst.Lambda, cst.FunctionDef, cst.ClassDef)) if isinstance(n, cst.Call)]
+    return list(walk(node, skip=(cst.Lambda, cst.FunctionDef, cst.ClassDef), only=(cst.Call,)))
 
 
 class CallGraphBuilder:
@@ -222,7 +222,7 @@ class CallGraphBuilder:
     def _hidden_uses(self, ctx: FunctionContext, env: dict[str, Value]):
         """Nested functions and lambdas that use a target-holding name, and `x._modules` / `x.__dict__`."""
         out = []
-        for node in walk(ctx.node.body):
+        for node in walk(ctx.node.body, only=(cst.Attribute, cst.FunctionDef, cst.Lambda)):
             if isinstance(node, cst.Attribute) and node.attr.value in HIDING_ATTRIBUTES:
                 if self._reaches_target(self.resolver.eval(node.value, ctx, env)):
                     out.append((node, f"`{_short(ctx.code(node))}` reads modules by name, which the analysis can't follow"))

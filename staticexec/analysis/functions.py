@@ -71,7 +71,8 @@ def local_bindings(body: cst.CSTNode) -> Bindings:
     (the resolver joins them): `(kind, value, extra)` by name. Nested functions and classes bind
     names of their own and are not entered."""
     bindings: Bindings = {}
-    for node in walk(body, skip=(cst.FunctionDef, cst.ClassDef)):
+    for node in walk(body, skip=(cst.FunctionDef, cst.ClassDef),
+                     only=(cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.Call)):
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 _bind(bindings, t.target, "expr", node.value)

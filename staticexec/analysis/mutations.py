@@ -57,16 +57,15 @@ class _Reads:
         """Record the `self.<path>` attributes and the global names a node reads."""
         ctx = analysis.ctx
         declared = _declared_global(ctx.node)
-        for sub in walk(node):
-            if isinstance(sub, (cst.Attribute, cst.Subscript, cst.Name)):
-                path = _path(sub, self_name)
-                if path is None:
-                    continue
-                base, attrs = path
-                if base == self_name and attrs:
-                    self.attrs.add(attrs)
-                elif base in declared or (base not in ctx.locals and base not in ctx.params and not hasattr(builtins, base)):
-                    self.globals.add(base)
+        for sub in walk(node, only=(cst.Attribute, cst.Subscript, cst.Name)):
+            path = _path(sub, self_name)
+            if path is None:
+                continue
+            base, attrs = path
+            if base == self_name and attrs:
+                self.attrs.add(attrs)
+            elif base in declared or (base not in ctx.locals and base not in ctx.params and not hasattr(builtins, base)):
+                self.globals.add(base)
 
 
 def _deciding_nodes(analysis: FunctionAnalysis, reaching: set[str]) -> list[cst.CSTNode]:
@@ -81,7 +80,7 @@ def _deciding_nodes(analysis: FunctionAnalysis, reaching: set[str]) -> list[cst.
         return False
 
     out: list[cst.CSTNode] = []
-    for node in walk(analysis.ctx.node.body):
+    for node in walk(analysis.ctx.node.body, only=(cst.If, cst.While, cst.For, cst.IfExp)):
         if isinstance(node, (cst.If, cst.While)) and (reaches(node.body) or _leaves(node)):
             out.append(node.test)
         elif isinstance(node, cst.For) and reaches(node.body):
@@ -96,12 +95,12 @@ def _deciding_nodes(analysis: FunctionAnalysis, reaching: set[str]) -> list[cst.
 
 
 def _leaves(node: cst.CSTNode) -> bool:
-    return any(isinstance(n, (cst.Return, cst.Break, cst.Continue)) for n in walk(node))
+    return any(True for _ in walk(node, only=(cst.Return, cst.Break, cst.Continue)))
 
 
 def _writes(analysis: FunctionAnalysis):
     """(node, base name, attribute path, how) for every write in a function's body."""
-    for node in walk(analysis.ctx.node.body):
+    for node in walk(analysis.ctx.node.body, only=(cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.Call)):
         targets: list[cst.BaseExpression] = []
         how = "assigns"
         if isinstance(node, cst.Assign):
@@ -178,7 +177,7 @@ def mutation_refusals(graph: CallGraph, builder: CallGraphBuilder, reaching: set
 
 
 def _declared_global(fn: cst.FunctionDef) -> set[str]:
-    return {item.name.value for g in walk(fn.body) if isinstance(g, cst.Global) for item in g.names}
+    return {item.name.value for g in walk(fn.body, only=(cst.Global,)) for item in g.names}
 
 
 def _root(node: cst.BaseExpression) -> cst.Name | None:

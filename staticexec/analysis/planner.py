@@ -331,7 +331,7 @@ def _calls_with_guards(stmt: cst.CSTNode) -> list[tuple[cst.Call, list[Expressio
 
 
 def _is_generator(fn: cst.FunctionDef) -> bool:
-    return any(isinstance(node, cst.Yield) for node in walk(fn.body, skip=(cst.FunctionDef, cst.Lambda, cst.ClassDef)))
+    return any(True for _ in walk(fn.body, skip=(cst.FunctionDef, cst.Lambda, cst.ClassDef), only=(cst.Yield,)))
 
 
 def _user_decorators(ctx, names: list[str]) -> list[str]:

@@ -190,7 +190,7 @@ class Resolver(ClassIndex):
                 env.setdefault(p, DATA)
             found: list[Value] = [
                 self.eval(node.value, ctx, env) if node.value is not None else one(Constant(None))
-                for node in walk(ctx.node.body, skip=(cst.FunctionDef, cst.Lambda)) if isinstance(node, cst.Return)
+                for node in walk(ctx.node.body, skip=(cst.FunctionDef, cst.Lambda), only=(cst.Return,))
             ]
             result = join(*found) if found else one(Constant(None))
             self._returns[key] = result
@@ -737,7 +737,7 @@ def _storing_sites(fn: cst.FunctionDef) -> dict[str, list[tuple[str, cst.CSTNode
     if sites is not None:
         return sites
     sites = {}
-    for node in walk(fn.body):
+    for node in walk(fn.body, only=(cst.Assign, cst.AnnAssign, cst.Call)):
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 name = _self_attr_name(t.target)

@@ -26,16 +26,31 @@ def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     return found
 
 
-def walk(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = ()):
-    """Every node below `node`, outermost first, in source order; a node of a `skip` type is neither
-    given nor entered."""
+def walk(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = (), only: tuple[type[cst.CSTNode], ...] = ()):
+    """Every node below `node` (itself included), outermost first, in source order.
+
+    A node of a `skip` type is neither given nor entered; with `only`, just the nodes of those
+    types are given, though every other node is still entered. libcst's node classes are abstract
+    base classes, whose `isinstance` is slow, so each node type is tested once per walk.
+    """
+    known = current().table("scopes.children")
+    verdicts: dict[type, int] = {}  # by node type: 0 given, 1 skipped, 2 entered only
     stack = [node]
     while stack:
         cur = stack.pop()
-        if skip and isinstance(cur, skip):
+        kind = type(cur)
+        verdict = verdicts.get(kind)
+        if verdict is None:
+            verdict = verdicts[kind] = (1 if skip and issubclass(kind, skip)
+                                        else 2 if only and not issubclass(kind, only) else 0)
+        if verdict == 1:
             continue
-        yield cur
-        stack.extend(reversed(children(cur)))
+        if verdict == 0:
+            yield cur
+        below = known.get(cur)
+        if below is None:
+            below = known[cur] = tuple(cur.children)
+        stack.extend(reversed(below))
 
 
 def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name]:
@@ -45,7 +60,7 @@ def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name
     """
     params = {p.name.value for p in _all_params(scope.params)}
     used: dict[str, cst.Name] = {}
-    for node in walk(scope.body):
+    for node in walk(scope.body, only=(cst.Call, cst.For, cst.CompFor)):
         root = None
         if isinstance(node, cst.Call):
             root = node.func

@@ -153,7 +153,7 @@ _MUTATING_METHODS = {"pop", "popitem", "update", "setdefault", "clear", "append"
 def _mutated(stmt: cst.CSTNode) -> set[str]:
     """Names whose value a statement may change in place: `d.pop(...)`, `d[k] = v`, `del d[k]`."""
     names: set[str] = set()
-    for node in walk(stmt):
+    for node in walk(stmt, only=(cst.Call, cst.AssignTarget, cst.Del)):
         if isinstance(node, cst.Call):
             f = node.func
             if isinstance(f, cst.Attribute) and f.attr.value in _MUTATING_METHODS and isinstance(f.value, cst.Name):

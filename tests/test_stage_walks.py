@@ -53,6 +53,18 @@ def test_walk_neither_gives_nor_enters_a_skipped_type():
     assert names_in(block.body[1], skip=(cst.FunctionDef,)) == []  # the root itself is skipped
 
 
+def test_walk_gives_only_the_types_asked_yet_enters_every_other():
+    block = body("""
+        a = f(g(1), h)
+        def inner():
+            return k(2)
+    """)
+    calls = [n.func.value for n in walk(block, only=(cst.Call,))]
+    assert calls == ["f", "g", "k"]  # g inside f's arguments, k inside a nested function
+    assert [n.func.value for n in walk(block, skip=(cst.FunctionDef,), only=(cst.Call,))] == ["f", "g"]
+    assert [type(n).__name__ for n in walk(block, only=(cst.BaseSmallStatement,))] == ["Assign", "Return"]
+
+
 def test_children_are_libcsts_and_kept_by_the_session():
     block = body("y = x.a(1, 2)\n")
     call = block.body[0].body[0].value

@@ -1,4 +1,3 @@
-import atexit
 import gc
 import os
 import sys
@@ -17,10 +16,7 @@ def pytest_sessionfinish(session):
     """Collect the garbage once, then freeze what is left (live objects only: the analysis caches,
     millions of parse-tree objects) out of the collector. pytest's own last collections, which report
     what finalizers raised, still run and still see any garbage made after this; they no longer walk
-    the caches, which took seconds on each worker after its last test."""
+    the caches, which took seconds on each worker after its last test, and neither do the
+    interpreter's collections while it shuts down (the objects stay frozen)."""
     gc.collect()
     gc.freeze()
-
-
-# and the interpreter's collections while it shuts down, after pytest is done, don't walk them either
-atexit.register(gc.freeze)

@@ -11,6 +11,12 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
 
+# The whole heap (torch, transformers, the analysis caches: millions of objects, kept to the end) is walked
+# by every full collection, a second or more each; at the default third threshold one ran every few test
+# files. Young garbage is still collected as usual; what outlives two young collections waits for the
+# collection at the session's end, which reports what its finalizers raise as before.
+gc.set_threshold(gc.get_threshold()[0], gc.get_threshold()[1], 1000)
+
 
 def pytest_sessionfinish(session):
     """Collect the garbage once, then freeze what is left (live objects only: the analysis caches,

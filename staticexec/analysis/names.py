@@ -25,7 +25,7 @@ _ENV = jedi.InterpreterEnvironment()
 import parso.cache
 
 from staticexec.analysis.session import current
-from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path
+from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path, real_path
 
 
 def _save_atomically(hashed_grammar, path, item, cache_path=None) -> None:
@@ -170,7 +170,7 @@ class NameResolver:
         any other module (model code that may be edited) the answer is jedi's at this position.
         """
         path = self._module_paths.get(module)
-        if not path or not os.path.realpath(path).startswith(_INSTALLED):
+        if not path or not real_path(path).startswith(_INSTALLED):
             return self.goto(sf, line, column)
         key = (module, name)
         if key not in self._members:

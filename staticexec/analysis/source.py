@@ -131,14 +131,22 @@ def _top_level_index(sf: SourceFile) -> tuple[dict[str, ast.AST], None]:
     return cached
 
 
+def real_path(path: str) -> str:
+    """`os.path.realpath`, asked of the file system once per path and session (every jedi answer and
+    every file read names a path, the same few hundred again and again)."""
+    known = current().table("source.real_paths")
+    found = known.get(path)
+    if found is None:
+        found = known[path] = os.path.realpath(path)
+    return found
+
+
 def module_for_path(path: str) -> tuple[str, str]:
     """The importable module name of a file and its path relative to its sys.path root."""
-    path = os.path.realpath(path)
+    path = real_path(path)
     best = None
     for entry in sys.path:
-        if not entry:
-            entry = os.getcwd()
-        root = os.path.realpath(entry)
+        root = real_path(entry or os.getcwd())
         if path.startswith(root + os.sep) and (best is None or len(root) > len(best)):
             best = root
     if best is None:
@@ -157,7 +165,7 @@ def accessed() -> set[str]:
 
 def load_file(path: str, module: str | None = None, relpath: str | None = None) -> SourceFile:
     """Read and index a file, once per (path, content); `module` / `relpath` name files outside sys.path."""
-    path = os.path.realpath(path)
+    path = real_path(path)
     stat = os.stat(path)
     stamp = (stat.st_mtime_ns, stat.st_size)
     session = current()
@@ -194,13 +202,13 @@ def known_module(path: str | None) -> str | None:
     """The module name a file was loaded under (fixture files get explicit names)."""
     if not path:
         return None
-    sf = current().table("source.files").get(os.path.realpath(path))
+    sf = current().table("source.files").get(real_path(path))
     return sf.module if sf is not None else None
 
 
 def loaded(path: str) -> SourceFile | None:
     """The file already loaded from a path, if any; never reads it."""
-    return current().table("source.files").get(os.path.realpath(path))
+    return current().table("source.files").get(real_path(path))
 
 
 def module_path(module: str) -> str | None:

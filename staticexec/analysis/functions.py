@@ -32,6 +32,7 @@ class FunctionContext:
     source_hash: str
     params: list[str]
     locals: dict[str, list[tuple[str, object, object]]] = field(default_factory=dict)
+    codes: dict[cst.CSTNode, str] = field(default_factory=dict, repr=False, compare=False)  # `code`'s answers
 
     def line(self, node: cst.CSTNode) -> int:
         """The file line where a node starts."""
@@ -47,8 +48,11 @@ class FunctionContext:
         return self.positions[node].start.column + self.indent
 
     def code(self, node: cst.CSTNode) -> str:
-        """A node's source text, stripped."""
-        return self.module.code_for_node(node).strip()
+        """A node's source text, stripped; made once per node (libcst writes it out anew each time)."""
+        found = self.codes.get(node)
+        if found is None:
+            found = self.codes[node] = self.module.code_for_node(node).strip()
+        return found
 
 
 def param_names(fn: cst.FunctionDef) -> list[str]:

@@ -150,7 +150,6 @@ def mutation_refusals(graph: CallGraph, builder: CallGraphBuilder, reaching: set
             if path is None:
                 continue
             base, attrs = path
-            code = " ".join(ctx.code(node).split())[:120]
             why = ""
             if base == self_name:
                 whole = how.startswith(("setattr", "delattr"))
@@ -172,6 +171,7 @@ def mutation_refusals(graph: CallGraph, builder: CallGraphBuilder, reaching: set
                 if any(isinstance(a, (Container, Items, Mapping)) for a in value) and builder._reaches_target(_elements(value)):
                     why = f"`{base}`, a list that holds target modules"
             if why:
+                code = " ".join(ctx.code(node).split())[:120]
                 out.append(MutatedState(ctx.sf.relpath, ctx.line(node), f"`{code}` {how} {why}"))
     return out
 

@@ -65,6 +65,48 @@ def test_walk_gives_only_the_types_asked_yet_enters_every_other():
     assert [type(n).__name__ for n in walk(block, only=(cst.BaseSmallStatement,))] == ["Assign", "Return"]
 
 
+def test_walk_gives_tokens_but_not_what_lies_inside_them():
+    block = body("""
+        a = (b) + c[1]  # note
+    """)
+    given = list(walk(block))
+    # the names, the operator and the brackets are given ...
+    assert names_in(block) == ["a", "b", "c"]
+    kinds = (cst.Add, cst.LeftSquareBracket, cst.RightSquareBracket)
+    assert [type(n).__name__ for n in given if isinstance(n, kinds)] == ["Add", "LeftSquareBracket", "RightSquareBracket"]
+    # ... but not the parentheses around `b`, the spaces around `+` or the comment: those lie inside tokens
+    everything = list(_every_node(block))
+    b = next(n for n in given if isinstance(n, cst.Name) and n.value == "b")
+    plus = next(n for n in given if isinstance(n, cst.Add))
+    comment = next(n for n in everything if isinstance(n, cst.Comment))
+    inside = [b.lpar[0], plus.whitespace_before, comment]
+    assert not any(n is m for n in given for m in inside)
+    # every node that is not whitespace or inside a token is given, in the order libcst lists them
+    assert [n for n in everything if not _inside_token(n, block)] == given
+
+
+def _every_node(node):
+    yield node
+    for child in node.children:
+        yield from _every_node(child)
+
+
+def _inside_token(node, root) -> bool:
+    """Whether a node lies strictly inside one of scopes.TOKENS below root."""
+    from staticexec.analysis.scopes import TOKENS
+
+    def path(cur, trail):
+        if cur is node:
+            return trail
+        for child in cur.children:
+            found = path(child, trail + [cur])
+            if found is not None:
+                return found
+        return None
+
+    return any(isinstance(a, TOKENS) for a in path(root, []))
+
+
 def test_children_are_libcsts_and_kept_by_the_session():
     block = body("y = x.a(1, 2)\n")
     call = block.body[0].body[0].value

@@ -26,31 +26,48 @@ def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     return found
 
 
+# Nodes whose subtrees hold nothing but whitespace, comments and punctuation (a name's or a literal's
+# parentheses, a comma's spaces): `walk` gives them but does not enter them.
+TOKENS: tuple[type[cst.CSTNode], ...] = (
+    cst.BaseParenthesizableWhitespace, cst.Newline, cst.TrailingWhitespace, cst.EmptyLine, cst.Comment,
+    cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual, cst.ImportStar, cst.Asynchronous,
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+    cst.RightCurlyBrace, cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
+    cst.Name, cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.Ellipsis,
+)
+
+_GIVE, _ENTER = 1, 2
+
+
 def walk(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = (), only: tuple[type[cst.CSTNode], ...] = ()):
-    """Every node below `node` (itself included), outermost first, in source order.
+    """Every node below `node` (itself included), outermost first, in source order, down to the
+    `TOKENS`: those are given, but what lies inside them (whitespace and parentheses) is not.
 
     A node of a `skip` type is neither given nor entered; with `only`, just the nodes of those
     types are given, though every other node is still entered. libcst's node classes are abstract
     base classes, whose `isinstance` is slow, so each node type is tested once per walk.
     """
     known = current().table("scopes.children")
-    verdicts: dict[type, int] = {}  # by node type: 0 given, 1 skipped, 2 entered only
+    verdicts: dict[type, int] = {}  # by node type: _GIVE and _ENTER bits
     stack = [node]
     while stack:
         cur = stack.pop()
         kind = type(cur)
         verdict = verdicts.get(kind)
         if verdict is None:
-            verdict = verdicts[kind] = (1 if skip and issubclass(kind, skip)
-                                        else 2 if only and not issubclass(kind, only) else 0)
-        if verdict == 1:
-            continue
-        if verdict == 0:
+            if skip and issubclass(kind, skip):
+                verdict = 0
+            else:
+                verdict = ((0 if only and not issubclass(kind, only) else _GIVE)
+                           | (0 if issubclass(kind, TOKENS) else _ENTER))
+            verdicts[kind] = verdict
+        if verdict & _GIVE:
             yield cur
-        below = known.get(cur)
-        if below is None:
-            below = known[cur] = tuple(cur.children)
-        stack.extend(reversed(below))
+        if verdict & _ENTER:
+            below = known.get(cur)
+            if below is None:
+                below = known[cur] = tuple(cur.children)
+            stack.extend(reversed(below))
 
 
 def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name]:

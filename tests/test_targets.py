@@ -50,11 +50,24 @@ def test_selection(targets, classes, modules):
     assert selection.modules == modules
 
 
-def test_absent_targets_are_skipped_with_one_warning_line(caplog):
-    with caplog.at_level(logging.WARNING, logger="staticexec"):
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_absent_targets_are_skipped_with_one_warning_line():
+    records, logger = _Records(), logging.getLogger("staticexec")
+    logger.addHandler(records)
+    try:
         selection = select_targets(Net(), ["Block", "NoSuchLayer", "OtherLayer"])
+    finally:
+        logger.removeHandler(records)
     assert selection.unmatched == ("NoSuchLayer", "OtherLayer")
-    assert len(caplog.records) == 1 and "\n" not in caplog.records[0].getMessage()
+    assert len(records.records) == 1 and "\n" not in records.records[0].getMessage()
 
 
 @pytest.mark.parametrize(

@@ -100,7 +100,7 @@ class NameResolver:
             if project is None:
                 # the running process's sys.path, not the interpreter's default: folders added at run
                 # time (transformers' remote-code modules, a user's sys.path.insert) hold model code too
-                extra = [p for p in dict.fromkeys(os.path.realpath(e or os.getcwd()) for e in sys.path)
+                extra = [p for p in dict.fromkeys(real_path(e or os.getcwd()) for e in sys.path)
                          if os.path.isdir(p)]
                 project = self._projects[root] = jedi.Project(root, smart_sys_path=False, added_sys_path=extra)
             # jedi parses a script's own file anew (it keeps parso's disk cache for imported modules);

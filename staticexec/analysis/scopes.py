@@ -19,7 +19,10 @@ def children(node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     libcst builds a node's `children` anew on each access (it rebuilds the node to list them), and
     the stages look at the same function bodies more than once, so the session keeps them.
     """
-    known = current().table("scopes.children")
+    return _kept_children(current().table("scopes.children"), node)
+
+
+def _kept_children(known: dict, node: cst.CSTNode) -> tuple[cst.CSTNode, ...]:
     found = known.get(node)
     if found is None:
         found = known[node] = tuple(node.children)
@@ -64,10 +67,7 @@ def walk(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = (), only: tupl
         if verdict & _GIVE:
             yield cur
         if verdict & _ENTER:
-            below = known.get(cur)
-            if below is None:
-                below = known[cur] = tuple(cur.children)
-            stack.extend(reversed(below))
+            stack.extend(reversed(_kept_children(known, cur)))
 
 
 def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name]:

@@ -35,6 +35,7 @@ from staticexec.analysis.functions import local_bindings, param_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.cut import Step, build_subgraphs
+from staticexec.emit.imported import running_code_refusal
 from staticexec.emit.run import install_tripwires, outermost_targets
 
 RUNTIME = "_sx"
@@ -73,6 +74,8 @@ class Frame:
     returned: bool = False
     defined: set = field(default_factory=set)  # names of the frame assigned so far
     exits: list = field(default_factory=list)  # decorator exits to run on the result, innermost first
+    running: Any = None  # the function object that runs for this call (None: not checked)
+    recheck: tuple | None = None  # how the subgraphs check it again: (runtime check, object, name, what runs)
 
     def local(self, name: str) -> str:
         """The emitted name of one of the frame's locals (itself when not renamed)."""
@@ -316,6 +319,7 @@ class Emitter:
         self.module_bindings: dict[str, str] = {}
         self.sample_run = SampleRun(model, sample_input)  # read only for a test emission can't compute
         self.decisions: dict[tuple[str, int], int] = {}  # how often each `if` was decided so far
+        self._code_checked: dict[tuple[int, str], Message | None] = {}
 
     # ----- entry point ---------------------------------------------------------------------
 
@@ -331,6 +335,8 @@ class Emitter:
         self._check_unresolved()
         self._check_containment()
         frame = self._frame(self.plan.root, root, self.model, rename=False, result=OUTPUT)
+        frame.running = type(self.model).forward  # a forward set on the instance is instance.py's to judge
+        frame.recheck = ("expect_forward", "self", None, runtime.running_forward(self.model))
         kw_values = {name: sample_value(value) for name, value in self.sample.items()}
         self._bind(frame, kw_code="{" + ", ".join(f"{k!r}: {k}" for k in self.sample) + "}", kw_values=kw_values, open_kw=False)
         self._body(frame)
@@ -445,8 +451,7 @@ class Emitter:
             held, where, n_positional = hooks
             self._add(frame, f"{held} = {RUNTIME}.hooks_enter({self_var}, {kw}, {n_positional}, {where!r})\n", start)
         wrappers = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.WRAPPER]
-        if wrappers:
-            self._check_wrapper_chain(frame, len(wrappers))
+        self._check_code(frame, len(wrappers))
         for i in wrappers:
             state = f"dec{i}__{frame.index}"
             d_alias, f_alias, decorator, function = self._decorator_objects(frame, i)
@@ -507,27 +512,26 @@ class Emitter:
         self.globals[f_alias] = function
         return d_alias, f_alias, decorator, function
 
-    def _check_wrapper_chain(self, frame: Frame, wrappers: int) -> None:
-        """The running function must be the analysed one under exactly its wrapper decorators.
-
-        Each wrapper in the table sets `__wrapped__` (functools.wraps); a decorator that wraps
-        without it, or one of an inert name that wraps after all, shows up as another count.
-        """
-        ref = FunctionRef.parse(frame.planned.function)
-        obj: Any = importlib.import_module(ref.module)
-        for part in ref.qualname.split("."):
-            obj = inspect.getattr_static(obj, part) if isinstance(obj, type) else getattr(obj, part)
-        if isinstance(obj, (staticmethod, classmethod)):
-            obj = obj.__func__
-        links = 0
-        while hasattr(obj, "__wrapped__") and links <= wrappers:
-            obj = obj.__wrapped__
-            links += 1
-        if links != wrappers:
-            names = ", ".join(f"@{n}" for n in frame.planned.decorators)
-            raise Refused([DecoratorMismatch(frame.planned.path, frame.planned.lines[0],
-                                                f"{ref.qualname} ({names}) runs under {links} wrapper(s), "
-                                                f"the source declares {wrappers}")])
+    def _check_code(self, frame: Frame, wrappers: int) -> None:
+        """The function that runs must be the analysed one under exactly its wrapper decorators
+        (imported.py compares code objects, not names), and the subgraph where the call starts
+        checks again that it still is (runtime.expect_forward / expect_method / expect_global)."""
+        if frame.running is None:
+            return
+        key = (id(frame.running), frame.planned.function)
+        if key not in self._code_checked:
+            self._code_checked[key] = running_code_refusal(frame.planned, frame.running, wrappers)
+        refusal = self._code_checked[key]
+        if refusal is not None:
+            raise Refused([refusal])
+        if frame.recheck is None:
+            return
+        check, obj, name, expected = frame.recheck
+        alias = f"running__{frame.index}"
+        self.globals[alias] = expected
+        where = self._origin(frame, frame.planned.lines[0])
+        args = f"{obj}, {name!r}, {alias}" if name is not None else f"{obj}, {alias}"
+        self._add(frame, f"{RUNTIME}.{check}({args}, {where!r})\n", frame.planned.lines[0])
 
     def _default(self, frame: Frame, param: cst.Param) -> tuple[str, object]:
         code = _code(param.default).strip()
@@ -821,12 +825,16 @@ class Emitter:
         callee = self._callee(frame, call.func, line)
         bound = getattr(callee, "__self__", None)
         autograd = False
+        recheck = None
         if hasattr(callee, "forward") and _is_module(callee):
             fn = type(callee).forward
             self_obj = callee
+            recheck = ("expect_forward", None, None, runtime.running_forward(callee))
         elif bound is not None and _is_module(bound):
             fn = callee.__func__
             self_obj = bound
+            if isinstance(call.func, cst.Attribute) and not isinstance(call.func.value, cst.Call):  # not super().name
+                recheck = ("expect_method", None, call.func.attr.value, fn)
         elif isinstance(bound, type) and _is_autograd_function(bound) and callee.__name__ == "apply":
             fn = inspect.unwrap(bound.forward)
             self_obj = None
@@ -834,6 +842,10 @@ class Emitter:
         elif inspect.isfunction(callee):
             fn = callee
             self_obj = None
+            if isinstance(call.func, cst.Name) and call.func.value not in frame.rename and frame.module_globals.get(call.func.value) is fn:
+                alias = f"namespace__{frame.index}"
+                self.globals[alias] = frame.module_globals
+                recheck = ("expect_global", alias, call.func.value, fn)
         else:
             raise Refused([UnresolvedCall(frame.planned.path, line, f"`{_code(call.func).strip()}` is a {type(callee).__name__} at emit time")])
         nid = node_id(_function_ref(fn), _class_ref(type(self_obj)) if self_obj is not None else None)
@@ -847,6 +859,10 @@ class Emitter:
         result = f"ret__{self.frames}"
         inner = self._frame(nid, planned, self_obj, rename=True, result=result)
         inner.scopes = frame.scopes
+        inner.running = None if autograd else fn
+        if recheck is not None and recheck[1] is None:  # checked on the callee's `self`, bound in its frame
+            recheck = (recheck[0], inner.local(inner.fn.params.params[0].name.value), *recheck[2:])
+        inner.recheck = recheck
         kw_code, kw_values, open_kw = self._call_kwargs(frame, inner, call, self_obj is not None or autograd, line)
         if autograd:  # `Fn.apply(...)` gives the forward a fresh context as its first argument
             ctx_name = inner.fn.params.params[0].name.value
@@ -974,16 +990,42 @@ class Emitter:
         return self.sample_run.branch(IfLines(frame.file, (line, test_end), body, after), occurrence)
 
     def _unroll(self, frame: Frame, stmt: cst.For, entry: Statement, line: int) -> None:
+        """One copy of the body per item the iterable gives at emission. Where the loop stood, the
+        subgraphs evaluate the iterable again and check that it gives the same items (`expect_loop`):
+        its length and order may come from anything (an input, module-level state, a list the
+        forward reorders), and only the items themselves say what the loop runs over."""
         items = list(self._concrete(frame, stmt.iter, line))
+        check = len(self.steps)
+        self._add(frame, "", line)  # the check, once it is known how many items the loop took
+        taken = 0
         for item in items:
             if frame.returned:
-                return
+                break
+            taken += 1
             self._bind_loop_target(frame, stmt.target, item, line)
             try:
                 self._block(frame, list(stmt.body.body), entry.block("body"))
             except _LoopExit as exit_:
                 if exit_.kind == "break":
-                    return
+                    break
+        complete = taken == len(items) and not frame.returned
+        expected = runtime.LoopItems(tuple(items[:taken]), tuple(self._item_label(i) for i in items[:taken]), complete)
+        alias = f"loop__{len(self.globals)}"
+        self.globals[alias] = expected
+        iterable = _code(stmt.iter.visit(_Rewrite(frame.rename))).strip()
+        code = _code(stmt.iter).strip()
+        step = self.steps[check]
+        self.steps[check] = Step(
+            code=f"{RUNTIME}.expect_loop({iterable}, {alias}, {self._origin(frame, line)!r}, {code!r})\n",
+            origin=step.origin, target=None, scopes=step.scopes, modules=step.modules, reads=step.reads)
+
+    def _item_label(self, item: Any) -> str:
+        """How a loop item is named in a LoopMismatch: a module by its path."""
+        if type(item) in (tuple, list):
+            return "(" + ", ".join(self._item_label(i) for i in item) + ")"
+        if _is_module(item) and id(item) in self.paths:
+            return self.paths[id(item)] or "the model"
+        return runtime.describe_item(item)
 
     def _bind_loop_target(self, frame: Frame, target: cst.BaseExpression, value: Any, line: int) -> None:
         if isinstance(target, (cst.Tuple, cst.List)):

@@ -17,9 +17,11 @@ so that nothing depends on one transformers release's internals:
   the wrapper published in a context variable (capture_outputs' collector) is
   moved into the container of this second call first.
 
-Besides the decorator models it holds `expect_branch`, the check of a branch that was decided from
-the sample when the subgraphs were emitted, and `hooks_enter` / `hooks_exit`, the forward hooks of
-an inlined module run as torch would. Which decorators are modelled is analysis/decorators.py.
+Besides the decorator models it holds the checks of what emission decided from one sample, one
+instance and one reading of the source, run again where the decision stood: `expect_branch` (the
+branch taken), `expect_loop` (the items an unrolled loop runs over) and `expect_code` (the function
+that runs is the one inlined); and `hooks_enter` / `hooks_exit`, the forward hooks of an inlined
+module run as torch would. Which decorators are modelled is analysis/decorators.py.
 """
 
 from __future__ import annotations
@@ -277,3 +279,103 @@ def hooks_exit(module: Any, held: tuple | None, result: Any, where: str) -> Any:
         if out is not None:
             result = out
     return result
+
+
+class LoopMismatch(RuntimeError):
+    """An unrolled loop's iterable gives other items (modules, order, count) than it gave at emission."""
+
+
+@dataclass(frozen=True)
+class LoopItems:
+    """What an unrolled loop ran over at emission: the items, and how each is named in a message."""
+
+    items: tuple
+    labels: tuple[str, ...]
+    complete: bool  # the loop ran to its end (no `break` decided at emission)
+
+
+def expect_loop(iterable: Any, expected: LoopItems, where: str, code: str) -> None:
+    """Run-time check at the start of an unrolled loop: its iterable, evaluated where the loop stood,
+    gives exactly the items the subgraphs were unrolled for (modules by identity, in order, as many).
+
+    The iterable is evaluated once, as the forward does; a loop that stopped at a `break` takes only
+    as many items as the forward took."""
+    iterator = iter(iterable)
+    if expected.complete:
+        got = list(iterator)
+    else:
+        got = [item for _, item in zip(range(len(expected.items)), iterator)]
+    if len(got) != len(expected.items):
+        raise LoopMismatch(f"{where}: `{code}` gives {len(got)} items for these inputs, but gave "
+                           f"{len(expected.items)} ({_listed(expected.labels)}) when the subgraphs were emitted; "
+                           "emit them again for inputs and a model like these")
+    for index, (item, want, label) in enumerate(zip(got, expected.items, expected.labels)):
+        if not _same_item(item, want):
+            raise LoopMismatch(f"{where}: `{code}` gives {describe_item(item)} as item {index} for these inputs, but gave "
+                               f"{label} when the subgraphs were emitted; emit them again for inputs and a model "
+                               "like these")
+
+
+def _same_item(item: Any, want: Any) -> bool:
+    if type(want) in (tuple, list):
+        return type(item) in (tuple, list) and len(item) == len(want) and all(map(_same_item, item, want))
+    if item is want:
+        return True
+    if want is None or isinstance(want, (bool, int, float, str, bytes)):
+        return type(item) is type(want) and item == want
+    return False
+
+
+def describe_item(item: Any) -> str:
+    """A loop item as a message names it: a value by its repr, an object by its type."""
+    if type(item) in (tuple, list):
+        return "(" + ", ".join(describe_item(i) for i in item) + ")"
+    if item is None or isinstance(item, (bool, int, float, str)):
+        return repr(item)
+    return f"a {type(item).__name__}"
+
+
+def _listed(labels: tuple[str, ...]) -> str:
+    return ", ".join(labels[:4]) + (f", ... {labels[-1]}" if len(labels) > 5 else (f", {labels[4]}" if len(labels) == 5 else ""))
+
+
+class CodeMismatch(RuntimeError):
+    """The function that runs is not the one whose code was inlined into the subgraphs."""
+
+
+def running_forward(module: Any) -> Any:
+    """The function `module(...)` runs, looked up as torch does: the instance's `forward`, then the class's."""
+    own = module.__dict__.get("forward")
+    if own is not None:
+        return getattr(own, "__func__", own)
+    return type(module).forward
+
+
+def expect_forward(module: Any, expected: Any, where: str) -> None:
+    """Run-time check at the start of an inlined module call: `module(...)` would run the inlined forward."""
+    if running_forward(module) is not expected:
+        _code_mismatch(running_forward(module), expected, where)
+
+
+def expect_method(obj: Any, name: str, expected: Any, where: str) -> None:
+    """Run-time check at the start of an inlined method call: `obj.name(...)` would run the inlined function."""
+    running = obj.__dict__.get(name) if hasattr(obj, "__dict__") else None
+    if running is None:
+        running = inspect.getattr_static(type(obj), name, None)
+        running = getattr(running, "__func__", running)
+    if running is not expected:
+        _code_mismatch(running, expected, where)
+
+
+def expect_global(namespace: dict, name: str, expected: Any, where: str) -> None:
+    """Run-time check at the start of an inlined function call: the module-level name still holds it."""
+    if namespace.get(name) is not expected:
+        _code_mismatch(namespace.get(name), expected, where)
+
+
+def _code_mismatch(running: Any, expected: Any, where: str) -> None:
+    code = getattr(getattr(running, "__func__", running), "__code__", None)
+    place = f" ({code.co_filename}:{code.co_firstlineno})" if code is not None else ""
+    raise CodeMismatch(f"{where}: {getattr(running, '__qualname__', type(running).__name__)}{place} runs here, but "
+                       f"{getattr(expected, '__qualname__', expected)} was inlined when the subgraphs were emitted; "
+                       "emit them again for the code that runs now")

@@ -7,6 +7,12 @@ and compared with the imported function's code object (bytecode, names and const
 numbers aside); any difference is refused with the function's file and line.
 
 It runs before emit, with the instance checks of instance.py (`check_instance`).
+
+The same comparison answers a second question while emitting: is the function that will run the one
+analysed? A class's `forward` can be replaced after the class was defined (`Model.forward =
+scaled(Model.forward)`, a class decorator, a patch on an ancestor); `functools.wraps` gives the
+replacement the original's name, so names prove nothing. `running_code_refusal` looks at the code
+object that runs, under exactly the wrapper decorators the source declares.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ import types
 from functools import lru_cache
 from typing import Any
 
-from staticexec.messages import Message, StaleSource
-from staticexec.analysis.plan import Plan
+from staticexec.messages import Message, ReplacedForward, StaleSource
+from staticexec.analysis.plan import Function, Plan
 from staticexec.analysis.source import FunctionRef
 
 
@@ -84,3 +90,52 @@ def _compiled(path: str, text: str) -> dict[str, types.CodeType]:
 def _shape(code: types.CodeType) -> tuple:
     consts = tuple(_shape(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
     return (code.co_code, code.co_names, code.co_varnames, code.co_freevars, consts)
+
+
+def running_code_refusal(planned: Function, running: Any, wrappers: int) -> Message | None:
+    """A ReplacedForward when `running` is not the analysed function under its `wrappers` declared
+    wrapper decorators (each sets `__wrapped__`), naming the file and line of the code that runs."""
+    ref = FunctionRef.parse(planned.function)
+    fn = running
+    for _ in range(wrappers):
+        fn = getattr(fn, "__wrapped__", None)
+        if fn is None:
+            break
+    code = getattr(fn, "__code__", None)
+    expected = _analysed_code(ref)
+    if code is not None and expected is not None and _shape(code) == _shape(expected) \
+            and code.co_qualname == expected.co_qualname and _same_file(code.co_filename, expected.co_filename):
+        return None
+    if expected is None:  # the analysed source can't be compiled here: nothing to compare with
+        return None
+    where = getattr(getattr(running, "__func__", running), "__code__", None)
+    path, line = (_relative(where.co_filename), where.co_firstlineno) if where is not None else (planned.path, planned.lines[0])
+    what = where.co_qualname if where is not None else getattr(running, "__qualname__", type(running).__name__)
+    return ReplacedForward(path, line, f"{ref.qualname} ({planned.path}:{planned.lines[0]}) is analysed, but the code "
+                                       f"that runs is {what} defined here" + (f" (under {wrappers} declared wrapper(s))"
+                                                                              if wrappers else ""))
+
+
+def _analysed_code(ref: FunctionRef) -> types.CodeType | None:
+    module = sys.modules.get(ref.module)
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    return _compiled(path, text).get(ref.qualname)
+
+
+def _same_file(a: str, b: str) -> bool:
+    import os
+
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def _relative(path: str) -> str:
+    from staticexec.emit.validate import relative
+
+    return relative(path)

@@ -193,6 +193,7 @@ class Piece:
     prelude: dict[str, str] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
     definite_outputs: set[str] = field(default_factory=set)  # surely bound when the piece ends
+    reads: dict[str, list[str]] = field(default_factory=dict)  # input -> the model lines whose code reads it
 
 
 def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
@@ -249,6 +250,11 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                     alias[name] = root
             local |= names.definite
         piece.inputs = inputs
+        for step in piece.steps:
+            for name in set(_names(step.code).loads) & set(inputs):
+                origins = piece.reads.setdefault(name, [])
+                if step.origin not in origins:
+                    origins.append(step.origin)
         stored = set()
         for step in piece.steps:
             n = _names(step.code)
@@ -290,6 +296,7 @@ def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_
         filename=f"<staticexec {title} subgraph {index} of {count}>",
         target_origins=[s.origin for s in steps],
         written_inputs=set(piece.written_inputs),
+        input_reads={k: tuple(v) for k, v in piece.reads.items()},
         _globals=globals_,
     )
 

@@ -128,6 +128,7 @@ class Subgraph:
     filename: str = ""
     target_origins: list[str] = field(default_factory=list, repr=False)
     written_inputs: set[str] = field(default_factory=set)  # inputs its code may change in place
+    input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
@@ -160,6 +161,7 @@ class Subgraph:
         memo: dict = {}
         written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)}  # first: aliases share the copy
         values = {k: written[k] if k in written else _fresh(v, memo) for k, v in unpacked.items()}
+        shared = [(k, t, _version(t)) for k, v in values.items() for t in _shared_tensors(v, unpacked[k])]
         checked = _TRIPWIRES.get()
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
@@ -174,7 +176,18 @@ class Subgraph:
             _ENTERED.reset(token)
         if checked:
             self._check_targets(model, entered)
+        for name, tensor, version in shared:
+            if version is not None and tensor._version != version:
+                self._changed_input(name)
         return {k: _pack(v) for k, v in out.items()}
+
+    def _changed_input(self, name: str) -> None:
+        """An input tensor the subgraph shared (not copied) was written in place while it ran."""
+        reads = self.input_reads.get(name, ())
+        where = f" (read by the code emitted from {', '.join(reads[:3])}{', ...' if len(reads) > 3 else ''})" if reads else ""
+        raise ContractError(f"subgraph {self.index} ({self.filename}) changed its input {name!r} in place{where}: the "
+                            "pipeline runs each subgraph twice on the same inputs, and the second run would see the "
+                            "changed value")
 
     def _check_targets(self, model: Any, entered: list) -> None:
         if len(entered) == len(self.targets) and all(
@@ -218,6 +231,25 @@ class Subgraph:
                     seen.add(id(sub))
                     out.append(sub)
         return out
+
+
+def _shared_tensors(value: Any, given: Any) -> list:
+    """The tensors a subgraph receives as they were given (not copied): an input itself, or in its tuples."""
+    if value is not given:
+        return [] if type(value) is not tuple else [t for v, g in zip(value, given) for t in _shared_tensors(v, g)]
+    if type(value) is tuple:
+        return [t for v in value for t in _shared_tensors(v, v)]
+    import torch
+
+    return [value] if isinstance(value, torch.Tensor) else []
+
+
+def _version(tensor: Any) -> int | None:
+    """A tensor's version counter (bumped by every in-place write); None for an inference tensor, which has none."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return None
 
 
 def _module_at(model: Any, path: str) -> Any:

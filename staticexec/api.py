@@ -146,7 +146,8 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
     """
     del ignore
     check_call(model, sample_input, sequential_targets)
-    targets = select_targets(model, sequential_targets).classes if sequential_targets else None
+    selection = select_targets(model, sequential_targets) if sequential_targets else None
+    targets = selection.classes if selection is not None else None
     if plan is None:
         plan = shipped_plans()
     if plan is not None and not isinstance(plan, (Plan, dict)) and os.path.isdir(plan):
@@ -163,7 +164,8 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
                              model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
             plans[key] = loaded
     check_instance(model, loaded, sample_input)
-    return Emitter(loaded, model, sample_input).emit(targets_per_subgraph)
+    watched = selection.selected if selection is not None else None
+    return Emitter(loaded, model, sample_input, watched=watched).emit(targets_per_subgraph)
 
 
 SHIPPED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "shipped")

@@ -36,7 +36,7 @@ from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.cut import Step, build_subgraphs
 from staticexec.emit.imported import running_code_refusal
-from staticexec.emit.run import install_tripwires, outermost_targets
+from staticexec.emit.run import arm_target_check
 
 RUNTIME = "_sx"
 # tensor methods whose result is a tensor, never None
@@ -304,8 +304,11 @@ def _class_ref(cls: type) -> ClassRef:
 class Emitter:
     """Emits the subgraphs of one model instance for one sample input signature."""
 
-    def __init__(self, plan: Plan, model: Any, sample_input: dict) -> None:
+    def __init__(self, plan: Plan, model: Any, sample_input: dict, watched: tuple[str, ...] | None = None) -> None:
+        """`watched`: every module the caller's targets select (nested ones too), which the subgraphs' target
+        check watches; by default the modules of the plan's target classes."""
         self.plan = plan
+        self.watched = watched
         self.model = model
         self.sample = sample_input
         self.targets = set(plan.targets)
@@ -320,6 +323,7 @@ class Emitter:
         self.sample_run = SampleRun(model, sample_input)  # read only for a test emission can't compute
         self.decisions: dict[tuple[str, int], int] = {}  # how often each `if` was decided so far
         self._code_checked: dict[tuple[int, str], Message | None] = {}
+        self._selected: set[int] | None = None  # ids of the modules `watched` names
 
     # ----- entry point ---------------------------------------------------------------------
 
@@ -349,7 +353,7 @@ class Emitter:
             title=self.plan.architecture,
             targets_per_subgraph=targets_per_subgraph,
         )
-        install_tripwires([m for _, m in outermost_targets(self.model, self.targets)])
+        arm_target_check(self.model, chain, self.targets, self.watched)
         return chain
 
     # ----- frames --------------------------------------------------------------------------
@@ -590,6 +594,7 @@ class Emitter:
         for k, stmt in enumerate(chunk):
             line = self._line_of(frame, stmt)
             if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in stmt.body):
+                self._check_opaque_calls(frame, stmt, line)
                 ret = next(s for s in stmt.body if isinstance(s, cst.Return))
                 before = [s for s in stmt.body if s is not ret][: stmt.body.index(ret)]
                 for small in before:
@@ -811,9 +816,12 @@ class Emitter:
         self._forget_stores(frame, stmt)
 
     def _holds_target(self, module: Any) -> bool:
+        """Whether a module is, or holds, a module of a target class or one the caller's targets select."""
         if not hasattr(module, "modules"):
             return False
-        return any(type(m).__name__ in self.targets for m in module.modules())
+        if self._selected is None:
+            self._selected = {id(m) for m in (self.model.get_submodule(n) for n in self.watched or ())}
+        return any(type(m).__name__ in self.targets or id(m) in self._selected for m in module.modules())
 
     def _ancestor(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
         line = entry.first

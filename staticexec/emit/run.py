@@ -106,6 +106,32 @@ def outermost_targets(model: Any, targets: set[str]) -> list[tuple[str, Any]]:
     return out
 
 
+def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[str, ...] | None = None) -> None:
+    """Put the tripwire on every module the targets select, not only those the chain splits at.
+
+    `watched` names the selected modules (llm-compressor's selection, by class in the MRO, name or
+    pattern); by default every module of a target class. A selected module nested inside another
+    is entered while its outer target runs, which is right only inside the subgraph emitted for
+    that outer target: each subgraph is told which nested ones belong to which outer target."""
+    if watched is None:
+        watched = tuple(name for name, module in model.named_modules() if type(module).__name__ in classes)
+    outer = [name for name, _ in outermost_targets(model, classes)]
+    nested: dict[int, str] = {}
+    modules = []
+    for name in watched:
+        module = _module_at(model, name) if name else model
+        if module is None:
+            continue
+        modules.append(module)
+        holder = next((o for o in outer if name.startswith(o + ".")), None)
+        if holder is not None:
+            nested[id(module)] = holder
+    modules += [m for _, m in outermost_targets(model, classes)]
+    install_tripwires(modules)
+    for sg in chain:
+        sg.nested_targets = nested
+
+
 def install_tripwires(modules: list) -> None:
     """A forward pre-hook on each target module that records it while a subgraph runs (once per module)."""
     for module in modules:
@@ -129,6 +155,7 @@ class Subgraph:
     target_origins: list[str] = field(default_factory=list, repr=False)
     written_inputs: set[str] = field(default_factory=set)  # inputs its code may change in place
     input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
+    nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
@@ -190,6 +217,9 @@ class Subgraph:
                             "changed value")
 
     def _check_targets(self, model: Any, entered: list) -> None:
+        if self.nested_targets:  # a watched module inside one of this subgraph's targets runs as part of it
+            nested = self.nested_targets
+            entered = [m for m in entered if nested.get(id(m)) not in self.targets]
         if len(entered) == len(self.targets) and all(
             m is _module_at(model, p) for m, p in zip(entered, self.targets)
         ):

@@ -37,6 +37,7 @@ class TargetSelection:
     classes: tuple[str, ...]  # exact class names staticexec analyses and splits at
     modules: tuple[str, ...]  # the outermost selected modules, in `named_modules` order
     unmatched: tuple[str, ...]  # targets that selected no module (skipped)
+    selected: tuple[str, ...] = ()  # every selected module, nested ones too: the run-time target check watches them all
 
 
 def pipeline_targets(model: Any) -> list[str]:
@@ -87,7 +88,7 @@ def select_targets(model: Any, targets: str | Iterable[str], *, warn: bool = Tru
         )
     if unmatched and warn:
         log.warning("staticexec: sequential targets %s match no module of %s; skipped", ", ".join(unmatched), root)
-    return TargetSelection(tuple(classes), tuple(selected), unmatched)
+    return TargetSelection(tuple(classes), tuple(selected), unmatched, tuple(matched))
 
 
 def _match(name: str, module: Any, target: str) -> bool:

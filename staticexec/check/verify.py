@@ -1,10 +1,16 @@
 """Check a claim of support by running it.
 
 A tiny random model is built from the architecture's config class; its own
-forward runs against the emitted subgraphs. "ok" means four things: the
-number of subgraphs is the number of target modules called plus one; each
-target module is called exactly once; each is called inside exactly one
-subgraph; the outputs are `torch.equal` to the model's own.
+forward runs against the emitted subgraphs. "ok" means: the forward called at
+least one target module (each one named by the caller, at least once); the
+number of subgraphs is the number of target calls plus one; each target module
+is called exactly once, inside exactly one subgraph, in the model's order; and
+every value the output holds is equal to the model's own (`compare`: tensors
+`torch.equal`, caches, dicts, dataclasses, other values). The chain runs once,
+then with every subgraph run twice as llm-compressor runs it, on the sample and
+on a second batch (another seed and length, padded: `second_batch`). A second
+batch that takes another branch than the sample is "sample-bound", not ok; a
+usage error raised inside the pipeline is an "error" (a bug), not "n/a".
 
 It runs the whole pipeline (plan, emit, cut, `run_chain`) on tiny models (configs.py, models.py, samples.py), for the
 cli, sweeps and the release matrix.
@@ -12,9 +18,12 @@ cli, sweeps and the release matrix.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import itertools
 import time
-from collections.abc import Iterable, Iterator
+import types
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +32,8 @@ from staticexec.messages import Refused, UsageError
 from staticexec.emit.run import outermost_targets
 from staticexec.emit.targets import pipeline_targets, select_targets
 
-STATUSES = ("ok", "n/a", "refused", "repeated-target", "build-failed", "run-failed", "mismatch", "error")
+STATUSES = ("ok", "n/a", "refused", "no-target", "repeated-target", "unsplit", "build-failed", "run-failed",
+            "sample-bound", "mismatch", "error")
 
 
 @dataclass
@@ -48,7 +58,9 @@ class Verdict:
         head = f"{self.architecture:<44} {self.status:<15}"
         if self.ok:
             per_class = ", ".join(f"{n} {cls}" for cls, n in self.calls.items()) or ", ".join(self.targets)
-            return f"{head} {self.subgraphs} subgraphs, {self.targets_called} target calls ({per_class}), {self.seconds:.1f}s"
+            note = f"; {self.reason}" if self.reason else ""
+            return (f"{head} {self.subgraphs} subgraphs, {self.targets_called} target calls ({per_class}), "
+                    f"{self.seconds:.1f}s{note}")
         return f"{head} {self.reason}"
 
 
@@ -74,34 +86,174 @@ class _CallLog:
             h.remove()
 
 
-def _tensors(value: Any, prefix: str = "output") -> dict:
-    import torch
-
-    out: dict = {}
-    if isinstance(value, torch.Tensor):
-        out[prefix] = value
-    elif hasattr(value, "to_tuple") and hasattr(value, "keys"):
-        for k in value.keys():
-            out.update(_tensors(value[k], f"{prefix}.{k}"))
-    elif isinstance(value, (tuple, list)):
-        for i, v in enumerate(value):
-            out.update(_tensors(v, f"{prefix}[{i}]"))
-    return out
+_DEPTH = 200  # nesting beyond this is reported rather than followed
 
 
 def compare(expected: Any, actual: Any) -> str:
-    """'' when every output tensor is torch.equal (caches aside), else what differs."""
+    """'' when `actual` is exactly `expected`, else where and how it first differs.
+
+    Every value the output holds is compared: tensors (`torch.equal`, same shape and dtype; NaN
+    equal to NaN in the same place), caches and other objects by their attributes (`__dict__`,
+    `__slots__`), dataclasses and ModelOutputs by their fields and keys, mappings, sequences, and
+    plain values (numbers, strings, None) by equality. Modules and configs are compared by identity
+    or equality, never entered; a value seen before (a cycle, a shared object) is not compared again.
+    """
     import torch
 
-    a, b = _tensors(expected), _tensors(actual)
-    if set(a) != set(b):
-        return f"output fields differ: {sorted(set(a) ^ set(b))[:4]}"
-    for k in sorted(a):
-        if a[k].shape != b[k].shape or a[k].dtype != b[k].dtype or not torch.equal(a[k], b[k]):
-            return f"{k} differs"
-    if not a:
+    found = [0]  # tensors compared
+    seen: set = set()
+    keep: list = []  # the pairs seen stay alive, so their ids stay theirs
+    atoms = (bool, int, float, complex, str, bytes, range, slice, torch.dtype, torch.device, torch.Size, enum.Enum)
+    by_equality = (type, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType)
+
+    def walk(a: Any, b: Any, where: str, depth: int) -> str:
+        if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+            if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+                return f"{where}: {_kind(b)} where the model gives {_kind(a)}"
+            found[0] += 1
+            return _tensor_differs(a, b, where)
+        if a is b:
+            return ""
+        if type(a) is not type(b):
+            return f"{where}: {_kind(b)} where the model gives {_kind(a)}"
+        if a is None or isinstance(a, atoms):
+            return "" if a == b or _both_nan(a, b) else f"{where}: {b!r} where the model gives {a!r}"
+        if isinstance(a, torch.nn.Module):
+            return f"{where}: another {type(a).__name__} module than the model's"
+        if _is_config(a) or isinstance(a, by_equality):
+            return "" if a == b else f"{where}: another {type(a).__name__} than the model's"
+        key = (id(a), id(b))
+        if key in seen:
+            return ""
+        seen.add(key)
+        keep.append((a, b))
+        if depth > _DEPTH:
+            return f"{where}: nested too deep to compare"
+        for label, x, y in _parts(a, b, where):
+            if label is None:  # the parts themselves differ (keys, lengths)
+                return x
+            problem = walk(x, y, label, depth + 1)
+            if problem:
+                return problem
+        return ""
+
+    problem = walk(expected, actual, "output", 0)
+    if not problem and not found[0]:
         return "no tensor in the output to compare"
-    return ""
+    return problem
+
+
+def _kind(value: Any) -> str:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return f"a tensor {tuple(value.shape)}"
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
+def _both_nan(a: Any, b: Any) -> bool:
+    return isinstance(a, float) and a != a and b != b
+
+
+def _is_config(value: Any) -> bool:
+    from transformers import PretrainedConfig
+
+    return isinstance(value, PretrainedConfig)
+
+
+def _tensor_differs(a: Any, b: Any, where: str) -> str:
+    import torch
+
+    if a.shape != b.shape:
+        return f"{where}: shape {tuple(b.shape)} where the model gives {tuple(a.shape)}"
+    if a.dtype != b.dtype:
+        return f"{where}: dtype {b.dtype} where the model gives {a.dtype}"
+    if a.device != b.device:
+        return f"{where}: on {b.device} where the model's is on {a.device}"
+    if torch.equal(a, b):
+        return ""
+    if a.is_floating_point() or a.is_complex():
+        same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+        if bool(same.all()):
+            return ""
+    return f"{where} differs"
+
+
+def _parts(a: Any, b: Any, where: str) -> Iterator[tuple[str | None, Any, Any]]:
+    """The values to compare inside two containers or objects of one type, each with where it lies;
+    (None, problem, None) when their layout already differs."""
+    if dataclasses.is_dataclass(a):
+        for f in dataclasses.fields(a):
+            yield f"{where}.{f.name}", getattr(a, f.name, _ABSENT), getattr(b, f.name, _ABSENT)
+    if isinstance(a, Mapping):
+        if set(a.keys()) != set(b.keys()):
+            yield None, f"{where}: keys {_keys_differ(a.keys(), b.keys())}", None
+            return
+        for k in a.keys():
+            yield f"{where}[{k!r}]", a[k], b[k]
+        return
+    if isinstance(a, (list, tuple)):
+        if len(a) != len(b):
+            yield None, f"{where}: {len(b)} items where the model gives {len(a)}", None
+            return
+        for i, (x, y) in enumerate(zip(a, b)):
+            yield f"{where}[{i}]", x, y
+        return
+    if isinstance(a, (set, frozenset)):
+        if a != b:
+            yield None, f"{where}: another set than the model's", None
+        return
+    attrs_a, attrs_b = _attributes(a), _attributes(b)
+    if attrs_a is None:  # no attributes to look into: equal only by its own equality
+        try:
+            same = bool(a == b)
+        except Exception:
+            same = False
+        if not same:
+            yield None, f"{where}: another {type(a).__name__} than the model's", None
+        return
+    if dataclasses.is_dataclass(a):  # its fields are compared already
+        names = {f.name for f in dataclasses.fields(a)}
+        attrs_a = {k: v for k, v in attrs_a.items() if k not in names}
+        attrs_b = {k: v for k, v in attrs_b.items() if k not in names}
+    if attrs_a.keys() != attrs_b.keys():
+        yield None, f"{where}: attributes {_keys_differ(attrs_a.keys(), attrs_b.keys())}", None
+        return
+    for k, v in attrs_a.items():
+        yield f"{where}.{k}", v, attrs_b[k]
+
+
+_ABSENT = object()
+
+
+def _attributes(value: Any) -> dict | None:
+    """An object's attributes: its `__dict__` and the `__slots__` of its classes; None when it has neither."""
+    out: dict = {}
+    has = False
+    for cls in type(value).__mro__:
+        slots = vars(cls).get("__slots__")
+        if slots is None:
+            continue
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            has = True
+            out[name] = getattr(value, name, _ABSENT)
+    attrs = getattr(value, "__dict__", None)
+    if isinstance(attrs, dict):
+        has = True
+        out.update(attrs)
+    return out if has else None
+
+
+def _keys_differ(expected: Iterable, actual: Iterable) -> str:
+    e, a = set(map(repr, expected)), set(map(repr, actual))
+    parts = []
+    if e - a:
+        parts.append(f"missing {sorted(e - a)[:4]}")
+    if a - e:
+        parts.append(f"extra {sorted(a - e)[:4]}")
+    return ", ".join(parts)
 
 
 def verify(architecture: str, *, attn_implementation: str = "eager", targets: list[str] | None = None,
@@ -110,6 +262,8 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
 
     `targets_from="llmcompressor"` takes the targets as llm-compressor's sequential pipeline
     chooses them when given none: the model's `_no_split_modules`, absent classes skipped.
+    Targets named by the caller must each run on the sample; chosen ones, at least one of them.
+    A `plan` given is the caller's input: a malformed or stale one raises its `UsageError`.
     """
     import torch
 
@@ -120,6 +274,8 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     from staticexec.emit.emitter import Emitter
 
     start = time.perf_counter()
+    given_plan = load_plan(plan) if plan is not None else None
+    named = list(targets or [])  # the caller's own targets, each of which must run
     verdict = Verdict(architecture, "error")
     try:
         model = build_tiny_model(architecture, attn_implementation=attn_implementation, config=config)
@@ -129,6 +285,9 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             verdict.reason = f"{architecture} does not support attn_implementation={attn_implementation!r} in transformers"
         else:
             verdict.status, verdict.reason = "build-failed", upstream_note(architecture, attn_implementation) + str(exc)
+        return verdict
+    if type(model).forward is torch.nn.Module.forward:
+        verdict.status, verdict.reason = "n/a", f"{architecture} has no forward of its own to split (it only generates)"
         return verdict
     if targets_from == "llmcompressor" and not targets:
         declared = pipeline_targets(model)
@@ -183,47 +342,154 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             verdict.status = "repeated-target"
             verdict.reason = f"the model's own forward calls {repeated[0]} {counts[repeated[0]]} times by design"
             return verdict
+        called = {log.classes[name] for name, _ in own_calls}
+        not_run = [t for t in targets if t not in called]
+        unsplit = unsplit_reason(len(own_calls), not_run if named else [])
+        if unsplit:
+            verdict.status, verdict.reason = "unsplit", unsplit
+            return verdict
         try:
-            the_plan = load_plan(plan) if plan is not None else analyse_architecture(architecture, targets, config=model.config)
+            the_plan = given_plan or analyse_architecture(architecture, targets, config=model.config)
             subgraphs = Emitter(the_plan, model, sample).emit()
         except Refused as exc:
             verdict.status, verdict.reason = "refused", str(exc.first)
             return verdict
-        except UsageError as exc:  # e.g. a generation-only class with no forward of its own
-            verdict.status, verdict.reason = "n/a", str(exc)
+        except UsageError as exc:  # the architecture and targets were accepted above: this is the pipeline's bug
+            verdict.status, verdict.reason = "error", f"inside the pipeline: {_one_line(exc)}"
             return verdict
         try:
             problem = chain_problem(model, subgraphs, sample, log, own_calls, expected)
         except Exception as exc:
             verdict.status, verdict.reason = "mismatch", f"subgraphs raised {_one_line(exc)}"
             return verdict
+        if problem:
+            verdict.status, verdict.reason = "mismatch", problem
+            return verdict
         verdict.subgraphs = len(subgraphs)
         verdict.targets_called = len(own_calls)
         for name, _ in own_calls:  # in order of first call
             cls = log.classes[name]
             verdict.calls[cls] = verdict.calls.get(cls, 0) + 1
-        verdict.status, verdict.reason = ("mismatch", problem) if problem else ("ok", "")
+        status, reason = _second_batch_verdict(model, subgraphs, sample, mode, log)
+        notes = [reason] if reason else []
+        if status == "ok" and not_run:
+            notes.append(f"{', '.join(not_run)} not run on this sample")
+        verdict.status, verdict.reason = status, "; ".join(notes)
         return verdict
     finally:
         log.close()
         verdict.seconds = time.perf_counter() - start
 
 
+def unsplit_reason(target_calls: int, not_run: list[str]) -> str:
+    """'' when the forward split somewhere: at least one target call, and every target class in `not_run`
+    (the named ones that never ran) is none; else why "ok" would claim a split that did not happen."""
+    if not target_calls:
+        return "the forward called no target module on the sample: one subgraph, nothing split"
+    if not_run:
+        return f"target {', '.join(not_run)} never ran on the sample: nothing was split at it"
+    return ""
+
+
+SECOND_SEED, SECOND_LEN, SECOND_PADDING = 1, 12, 3
+
+
+def second_batch(model: Any, sample: dict, mode: str = "text") -> tuple[dict | None, str]:
+    """Another batch with the keys of `sample`, and why there is none when it can't be made.
+
+    Built as the sample was (samples.py, multimodal.py), with seed `SECOND_SEED`; a text batch
+    is also `SECOND_LEN` tokens long (the sample has 16) and, where the model takes an attention
+    mask, its last row has `SECOND_PADDING` padded positions on the left (the sample's has 2).
+    Values that are not tensors (`use_cache=False`) are the sample's.
+    """
+    import torch
+
+    from staticexec.check.samples import sample_inputs
+
+    tensors = {k for k, v in sample.items() if isinstance(v, torch.Tensor)}
+    try:
+        if mode == "multimodal":
+            from staticexec.check.multimodal import multimodal_samples
+
+            fresh = next((s for s in _until_error(multimodal_samples(model, seed=SECOND_SEED))
+                          if {k for k, v in s.items() if isinstance(v, torch.Tensor)} == tensors), None)
+            if fresh is None:
+                return None, "no second multimodal sample with the inputs of the first"
+        else:
+            ids = sample.get("input_ids")
+            rows = ids.shape[0] if isinstance(ids, torch.Tensor) and ids.dim() == 2 else 2
+            fresh = sample_inputs(model, seq_len=SECOND_LEN, seed=SECOND_SEED, codebook_rows=rows > 2)
+            mask = fresh.get("attention_mask")
+            if isinstance(mask, torch.Tensor) and mask.dim() == 2 and mask.shape[0] > 1:
+                mask.fill_(1)
+                mask[-1, :SECOND_PADDING] = 0
+    except Exception as exc:
+        return None, f"no second batch: {_one_line(exc)}"
+    out = {k: fresh[k] if k in tensors and isinstance(fresh.get(k), torch.Tensor) else v for k, v in sample.items()}
+    if not any(out[k] is not sample[k] for k in tensors):
+        return None, "no second batch: no input of the sample could be drawn again"
+    return out, ""
+
+
+def _second_batch_verdict(model: Any, subgraphs: list, sample: dict, mode: str, log: _CallLog) -> tuple[str, str]:
+    """The chain on a second batch (`second_batch`) against the model's own forward on it: ("ok", note),
+    ("sample-bound", why) when the subgraphs refuse it for a branch decided by the sample, or
+    ("mismatch", what differs)."""
+    import torch
+
+    from staticexec.emit.runtime import BranchMismatch
+
+    batch, why = second_batch(model, sample, mode)
+    if batch is None:
+        return "ok", f"{why}, so only the sample was run"
+    log.calls.clear()
+    log.current = -1
+    try:
+        with torch.no_grad():
+            expected = model(**batch)
+    except Exception as exc:
+        return "ok", f"second batch not run: the model's own forward raised {_one_line(exc)}"
+    own_calls = list(log.calls)
+    try:
+        problem = chain_problem(model, subgraphs, batch, log, own_calls, expected)
+    except Exception as exc:
+        if _caused_by(exc, BranchMismatch):
+            return "sample-bound", f"a second batch takes another branch: {_one_line(exc)}"
+        return "mismatch", f"on a second batch, subgraphs raised {_one_line(exc)}"
+    return ("mismatch", f"on a second batch: {problem}") if problem else ("ok", "")
+
+
+def _caused_by(exc: BaseException | None, kind: type) -> bool:
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, kind):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def chain_problem(model: Any, subgraphs: list, sample: dict, log: _CallLog, own_calls: list, expected: Any) -> str:
-    """'' when the chain reproduces `expected` exactly with each target called once, in its own subgraph."""
+    """'' when the chain reproduces `expected` exactly with each target called once, in its own subgraph,
+    run once and then as llm-compressor runs it (every subgraph twice on the same inputs)."""
     import torch
 
     from staticexec.emit.run import run_chain
 
     log.calls.clear()
-    with torch.no_grad():
-        out = run_chain(model, subgraphs, sample, before=lambda sg: setattr(log, "current", sg.index))
-    problem = _check_calls(own_calls, log.calls, len(subgraphs)) or compare(expected, out["forward_output"])
-    if not problem:  # as llm-compressor runs it: every subgraph twice on the same inputs
+    try:
         with torch.no_grad():
-            again = run_chain(model, subgraphs, sample, twice=True)
-        problem = compare(expected, again["forward_output"])
-    log.calls.clear()
+            out = run_chain(model, subgraphs, sample, before=lambda sg: setattr(log, "current", sg.index))
+        problem = _check_calls(own_calls, log.calls, len(subgraphs)) or compare(expected, out["forward_output"])
+        if not problem:
+            with torch.no_grad():
+                again = run_chain(model, subgraphs, sample, twice=True)
+            problem = compare(expected, again["forward_output"])
+            if problem:
+                problem = f"run twice per subgraph: {problem}"
+    finally:
+        log.calls.clear()
+        log.current = -1
     return problem
 
 
@@ -266,7 +532,11 @@ def _until_error(samples: Iterable[dict]) -> Iterator[dict]:
 
 
 def _check_calls(own: list[tuple[str, int]], chained: list[tuple[str, int]], n_subgraphs: int) -> str:
+    """'' when the chain called the targets the model did (`own`), each once, in subgraphs 1, 2, ... in
+    order and none in subgraph 0; else what differs. No target call at all is a problem too."""
     called = [n for n, _ in own]
+    if not called:
+        return "no target call: nothing was split"
     if n_subgraphs != len(called) + 1:
         return f"{n_subgraphs} subgraphs for {len(called)} target calls"
     names = [n for n, _ in chained]

@@ -1,4 +1,4 @@
-"""The soundness corpus (fixtures/soundness): every model is ok, exactly, or cleanly refused.
+"""The soundness corpus (fixtures/soundness): every model is ok, exactly, cleanly refused, or caught when it runs.
 
 A silent wrong split (the chain runs, but its outputs or target calls differ from the model's own)
 and a traceback instead of a staticexec error are failures whatever the expected verdict says.
@@ -10,15 +10,77 @@ from __future__ import annotations
 
 import pytest
 
-from soundness import cases, judge
+from soundness import Outcome, cases, differs, judge, parse
 
 CASES = cases()
 
 
-def test_the_corpus_is_large_and_covers_both_verdicts():
-    assert len(CASES) >= 80
-    assert sum(c.verdict == "ok" for c in CASES) >= 30
-    assert sum(c.verdict == "refused" for c in CASES) >= 30
+def test_the_corpus_is_large_and_covers_every_verdict():
+    assert len(CASES) >= 200
+    assert sum(c.verdict == "ok" for c in CASES) >= 80
+    assert sum(c.verdict == "refused" for c in CASES) >= 70
+    assert sum(c.verdict == "caught" for c in CASES) >= 25
+    assert sum(getattr(c.load(), "after_emit", None) is not None for c in CASES) >= 15
+    assert sum(getattr(c.load(), "batches", None) is not None for c in CASES) >= 5
+
+
+def test_every_refusal_names_its_kind_and_its_line():
+    for case in CASES:
+        if case.verdict == "refused":
+            assert case.kind and "*" not in case.kind and case.line, case.name
+            with open(case.path, encoding="utf-8") as handle:
+                assert case.line <= len(handle.read().splitlines()), case.name
+
+
+_HEAD = "# staticexec: root=Model targets=Layer\n"
+
+
+@pytest.mark.parametrize("verdict", ["refused *", "refused mutated-state", "caught", "usage", "ok line=3"])
+def test_a_verdict_without_what_it_needs_is_an_error(verdict):
+    with pytest.raises(ValueError):
+        parse("bad", _HEAD + f"# verdict: {verdict}\n")
+
+
+def test_the_refused_line_comes_from_the_header_or_the_marker():
+    by_header = parse("a", _HEAD + "# verdict: refused mutated-state line=7\n")
+    by_marker = parse("b", _HEAD + "# verdict: refused mutated-state\n\nx = 1\ny = 2  # refused-here\n")
+    assert (by_header.line, by_marker.line) == (7, 5)
+    with pytest.raises(ValueError):
+        parse("c", _HEAD + "# verdict: refused mutated-state line=5\ny = 2  # refused-here\n")
+
+
+def test_a_refusal_matches_only_at_its_kind_and_line():
+    case = parse("a", _HEAD + "# verdict: refused mutated-state line=7\n")
+    assert Outcome("refused", {"mutated-state"}, places={("mutated-state", 7)}).matches(case)
+    assert not Outcome("refused", {"mutated-state"}, places={("mutated-state", 6)}).matches(case)
+    assert not Outcome("refused", {"no-call-path"}, places={("no-call-path", 7)}).matches(case)
+    assert not Outcome("caught", {"LoopMismatch"}).matches(case)
+
+
+def test_caught_and_mismatch_verdicts():
+    caught = parse("a", _HEAD + "# verdict: caught ReplacedForward|CodeMismatch\n")
+    assert Outcome("caught", {"CodeMismatch"}).matches(caught)
+    assert not Outcome("caught", {"TargetMismatch"}).matches(caught)
+    assert not Outcome("ok").matches(caught)
+    mismatch = parse("b", _HEAD + "# verdict: mismatch LoopMismatch|undecided-condition\nfor x in y:  # refused-here\n")
+    assert Outcome("caught", {"LoopMismatch"}).matches(mismatch)
+    assert Outcome("refused", {"undecided-condition"}, places={("undecided-condition", 3)}).matches(mismatch)
+    assert not Outcome("refused", {"undecided-condition"}, places={("undecided-condition", 4)}).matches(mismatch)
+    assert not Outcome("refused", {"mutated-state"}, places={("mutated-state", 3)}).matches(mismatch)
+    assert not Outcome("silent-wrong").matches(mismatch)
+    assert not Outcome("ok").matches(parse("c", _HEAD + "# verdict: mismatch\n"))
+
+
+def test_outputs_compare_every_value():
+    import torch
+
+    t = torch.ones(2)
+    assert differs((t, {"a": [t, 3]}), (t.clone(), {"a": [t.clone(), 3]})) == ""
+    assert differs((t, {"a": [t, 3]}), (t, {"a": [t, 4]}))
+    assert differs({"a": t}, {"a": t * 2})
+    assert differs({"a": t}, {"b": t})
+    assert differs(t, t.double())
+    assert differs([t], (t,))
 
 
 def _param(case):

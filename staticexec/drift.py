@@ -18,7 +18,8 @@ The verdict is decided on the plan's structure, never on its text:
 Code in a plan is cut (calls at 160 characters, chain steps at 100); two
 cut texts are compared on the part both show.
 
-It belongs to the plan store: `check` (plans.py) asks it for the verdict on each re-made plan.
+It belongs to the plan store: `check` (plans.py) asks it for the verdict on each re-made plan,
+after `malformed` has said that each plan in the folder can be compared at all.
 """
 
 from __future__ import annotations
@@ -61,6 +62,82 @@ class Verdict:
     renames: dict[str, str] = field(default_factory=dict)
     decorators: list[str] = field(default_factory=list)  # "+ @d" / "- @d": decorators added or removed
     only_decorators: bool = False  # changed, but by nothing more than the renames and `decorators`
+
+
+_BLOCKS = ("body", "orelse", "handler", "finally")
+_MAX_NESTING = 50
+
+
+def malformed(doc: Any) -> str:
+    """'' when `doc` has the shape a plan has, as far as drift reads it (any release's plan: its seal,
+    schema and versions are not asked for); else what is wrong, in words."""
+    if not isinstance(doc, dict):
+        return f"a plan is a JSON object, not {_a(doc)}"
+    missing = [f"`{k}`" for k in ("targets", "functions") if k not in doc]
+    if missing:
+        return f"not a plan: no {' or '.join(missing)}"
+    if not isinstance(doc["targets"], (dict, list)):
+        return f"`targets` is {_a(doc['targets'])}, not an object"
+    if not isinstance(doc["functions"], dict):
+        return f"`functions` is {_a(doc['functions'])}, not an object"
+    for key in ("model_types", "not_analysed", "unresolved"):
+        if key in doc and not isinstance(doc[key], list):
+            return f"`{key}` is {_a(doc[key])}, not a list"
+    for i, u in enumerate(doc.get("unresolved", [])):
+        if not (isinstance(u, dict) and isinstance(u.get("function"), str) and isinstance(u.get("call"), str)):
+            return f"`unresolved` entry {i} has no `function` and `call` strings"
+    for node, entry in doc["functions"].items():
+        problem = _function_problem(entry)
+        if problem:
+            return f"function {node}: {problem}"
+    return ""
+
+
+def _a(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", int: "a number", float: "a number",
+             bool: "a boolean", type(None): "null"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _function_problem(entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return f"{_a(entry)}, not an object"
+    if not isinstance(entry.get("statements"), list):
+        return "no `statements` list"
+    for key in ("decorators", "params", "chain"):
+        if key in entry and not (isinstance(entry[key], list) and all(isinstance(v, str) for v in entry[key])):
+            return f"`{key}` is not a list of strings"
+    return _block_problem(entry["statements"], 0)
+
+
+def _block_problem(statements: list, depth: int) -> str:
+    if depth > _MAX_NESTING:
+        return "statements nest too deep"
+    for s in statements:
+        if not isinstance(s, dict):
+            return f"a statement is {_a(s)}, not an object"
+        lines = s.get("lines")
+        if not isinstance(s.get("kind"), str) or not (isinstance(lines, list) and lines
+                                                      and all(type(n) is int for n in lines)):
+            return "a statement without a `kind` and `lines`"
+        where = f"the {s['kind']} statement at line {lines[0]}"
+        for key in ("call", "condition", "iter"):
+            if key in s and not (isinstance(s[key], dict) and isinstance(s[key].get("code"), str)):
+                return f"{where}: `{key}` has no `code`"
+        call = s.get("call", {})
+        for key in ("targets", "callees"):
+            if key in call and not isinstance(call[key], list):
+                return f"{where}: the call's `{key}` is not a list"
+        if "condition" in s and not isinstance(s["condition"].get("class"), str):
+            return f"{where}: the condition has no `class`"
+        for block in _BLOCKS:
+            if block in s:
+                if not isinstance(s[block], list):
+                    return f"{where}: `{block}` is {_a(s[block])}, not a list"
+                problem = _block_problem(s[block], depth + 1)
+                if problem:
+                    return problem
+    return ""
 
 
 def decorator_edits(old_doc: dict, new_doc: dict) -> list[str]:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from staticexec.version import __version__, code_digest
-from staticexec.messages import Refused, UsageError
+from staticexec.messages import MalformedPlan, Refused, UsageError
 from staticexec.emit.validate import check_index
 from staticexec.analysis.plan import Plan
 from staticexec.analysis.source import accessed, loaded, sha256
@@ -212,6 +212,8 @@ def check(folder: str, jobs: int = 1, cache: str | None = CACHE_DIR,
     except json.JSONDecodeError as exc:
         raise UsageError(f"{index_path}: not JSON ({exc.msg})") from exc
     check_index(index, index_path)
+    for arch in sorted(index.get("architectures", {})):  # before any analysis: one line for a broken file
+        read_plan_file(os.path.join(folder, f"{arch}.json"))
     if installed is None:
         from staticexec.analysis.architectures import all_generative
 
@@ -245,7 +247,8 @@ def judge(folder: str, index: dict, fresh: str, rows: dict[str, dict], installed
     comparisons: dict[str, tuple[dict | None, dict | None, drift.Verdict, str]] = {}
     for arch in sorted(rows):
         row, old_row = rows[arch], index["architectures"][arch]
-        old_doc, new_doc = _read(os.path.join(folder, f"{arch}.json")), _read(os.path.join(fresh, f"{arch}.json"))
+        old_doc = read_plan_file(os.path.join(folder, f"{arch}.json"))
+        new_doc = read_plan_file(os.path.join(fresh, f"{arch}.json"))
         if old_row["status"] != row["status"]:
             note = f"{old_row['status']} -> {row['status']} {row.get('reason', '')}".rstrip()
             comparisons[arch] = (old_doc, new_doc, drift.Verdict("changed"), note)
@@ -297,3 +300,34 @@ def _read(path: str) -> dict | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return MALFORMED
     return doc if isinstance(doc, dict) else MALFORMED
+
+
+def read_plan_file(path: str) -> dict | None:
+    """A plan file's document for `drift`; None when there is no such file. A file that is not UTF-8,
+    not JSON, cut short, or not shaped as a plan is a `MalformedPlan` (a UsageError: one line, exit 2)
+    naming the file and what is wrong."""
+    from staticexec import drift
+
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror}") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedPlan(f"{path}: not a plan: not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise MalformedPlan(f"{path}: not a plan: the file is empty")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        cut = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")  # it runs to the end
+        what = "truncated: the JSON ends before it is complete" if cut else f"not JSON: {exc.msg}"
+        raise MalformedPlan(f"{path}: {what} (line {exc.lineno}, column {exc.colno})") from None
+    problem = drift.malformed(doc)
+    if problem:
+        raise MalformedPlan(f"{path}: malformed plan: {problem}")
+    return doc

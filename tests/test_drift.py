@@ -7,6 +7,8 @@ import json
 import os
 import re
 
+import pytest
+
 from staticexec import drift, plans
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -205,3 +207,78 @@ def test_a_decorator_added_to_every_forward_is_reported_once(tmp_path):
     assert [l for l in result.report if l.startswith("renamed in")] == ["renamed in 20 plans: mask -> attention_mask"]
     assert "OddForCausalLM: changed:" in result.report
     assert sum(1 for l in result.report if l.startswith("      ")) < 10  # only the odd plan has a diff
+
+
+# ----- a plan file that can't be compared: one line, exit 2 --------------------------------------------
+
+
+def _folder_with(tmp_path, text: str | bytes):
+    """A plans folder of two architectures whose second plan file holds `text`."""
+    good = json.dumps(_plan(), indent=1)
+    (tmp_path / "AForCausalLM.json").write_text(good)
+    path = tmp_path / "BForCausalLM.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    rows = {"AForCausalLM": {"status": "ok"}, "BForCausalLM": {"status": "ok"}}
+    (tmp_path / "index.json").write_text(json.dumps({"transformers": "1.0", "architectures": rows}))
+    return path
+
+
+def _without(key: str) -> str:
+    doc = _plan()
+    del doc[key]
+    return json.dumps(doc)
+
+
+def _edited(edit) -> str:
+    doc = _plan()
+    edit(doc)
+    return json.dumps(doc)
+
+
+def _first_statement(doc: dict) -> dict:
+    return next(iter(doc["functions"].values()))["statements"][0]
+
+
+@pytest.mark.parametrize("text, says", [
+    ("{not json", "not JSON"),
+    (json.dumps(_plan(), indent=1)[:700], "truncated"),
+    ("", "empty"),
+    (b"\xff\xfe{}", "UTF-8"),
+    ("[1, 2]", "JSON object"),
+    (_without("functions"), "functions"),
+    (_without("targets"), "targets"),
+    (_edited(lambda d: d.update(functions=[])), "functions"),
+    (_edited(lambda d: next(iter(d["functions"].values())).pop("statements")), "statements"),
+    (_edited(lambda d: _first_statement(d).pop("kind")), "kind"),
+    (_edited(lambda d: next(iter(d["functions"].values()))["statements"].append("x = 1")), "statement"),
+    (_edited(lambda d: d.update(unresolved={})), "unresolved"),
+], ids=["not-json", "truncated", "empty", "not-utf8", "a-list", "no-functions", "no-targets", "functions-a-list",
+        "no-statements", "statement-without-kind", "statement-a-string", "unresolved-an-object"])
+def test_check_on_a_malformed_plan_file_says_which_and_what_in_one_line(tmp_path, capsys, text, says):
+    from staticexec.cli import main
+
+    path = _folder_with(tmp_path, text)
+    assert main(["check", str(tmp_path), "--jobs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert str(path) in err and says in err
+
+
+def test_judge_refuses_a_malformed_plan_rather_than_crash(tmp_path):
+    from staticexec.messages import MalformedPlan
+
+    doc = _plan()
+    bad = dict(doc)
+    del bad["functions"]
+    folder, index, fresh, rows = _folders(tmp_path, {"AForCausalLM": (bad, doc)})
+    with pytest.raises(MalformedPlan, match="AForCausalLM.json"):
+        plans.judge(folder, index, fresh, rows, ["AForCausalLM"], "2.0")
+
+
+def test_every_golden_plan_is_well_formed_for_drift():
+    folder = os.path.dirname(GOLDEN)
+    names = [n for n in sorted(os.listdir(folder)) if n.endswith(".plan.json")]
+    assert names
+    for name in names:
+        with open(os.path.join(folder, name), encoding="utf-8") as handle:
+            assert drift.malformed(json.load(handle)) == "", name

@@ -315,6 +315,11 @@ def _verify_all(args) -> int:
             json_path = os.path.splitext(args.report)[0] + ".json"
             coverage.update(json_path, args.report, args.task, mode, rows, transformers_version())
         failed += sum(1 for r in rows if r["status"] not in ("ok", "n/a"))
+        bugs = sorted((r["arch"], r["status"]) for r in rows
+                      if coverage.CATEGORIES.get(r["status"], "").startswith("BUG"))
+        if bugs:  # a mismatch, a usage error inside the pipeline, a crash: the sweep's own findings
+            shown = ", ".join(f"{arch} ({status})" for arch, status in bugs[:20])
+            print(f"flagged as bugs [{attn}]: {len(bugs)}: {shown}" + (", ..." if len(bugs) > 20 else ""))
     return 1 if failed else 0
 
 

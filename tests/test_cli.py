@@ -138,3 +138,34 @@ def test_graph_without_graphviz_says_how_to_render(tmp_path, capsys, monkeypatch
     assert main(["graph", "GPT2LMHeadModel", "--out", str(tmp_path / "gpt2.svg")]) == 0
     assert "dot -Tsvg" in capsys.readouterr().out
     assert (tmp_path / "gpt2.dot").exists() and not (tmp_path / "gpt2.svg").exists()
+
+
+def _fake_sweep(monkeypatch, statuses: dict[str, str]):
+    """`verify --all` over made-up rows: the sweep gives `statuses`, nothing is built or run."""
+    from staticexec import sweep
+    from staticexec.analysis import architectures
+
+    def run(job, archs, options, jobs, timeout, label, on_result=None):
+        rows = [{"arch": a, "status": statuses[a], "reason": f"why {a}", "subgraphs": 3} for a in archs]
+        for row in rows:
+            on_result(row)
+        return rows
+
+    monkeypatch.setattr(sweep, "run", run)
+    monkeypatch.setattr(architectures, "task_architectures", lambda task: sorted(statuses))
+
+
+def test_verify_all_flags_an_error_inside_the_pipeline(monkeypatch, capsys):
+    _fake_sweep(monkeypatch, {"AForCausalLM": "ok", "BForCausalLM": "n/a", "CForCausalLM": "error",
+                              "DForCausalLM": "unsplit"})
+    assert main(["verify", "--all", "--jobs", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "1 error" in out and "1 unsplit" in out
+    flagged = [line for line in out.splitlines() if line.startswith("flagged")]
+    assert len(flagged) == 1 and "CForCausalLM (error)" in flagged[0] and "DForCausalLM" not in flagged[0]
+
+
+def test_verify_all_with_only_ok_and_na_exits_0(monkeypatch, capsys):
+    _fake_sweep(monkeypatch, {"AForCausalLM": "ok", "BForCausalLM": "n/a"})
+    assert main(["verify", "--all", "--jobs", "1"]) == 0
+    assert "flagged" not in capsys.readouterr().out

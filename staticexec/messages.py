@@ -91,9 +91,10 @@ class NoCallPath(Message):
 
 
 class MutatedState(Message):
-    """The forward changes state (layers, flags, module-level values) that decides which targets run."""
+    """The forward changes state (layers, flags, module-level values) that decides which targets run,
+    or that outlives a subgraph, so the pipeline's second run of it would change it again."""
     kind = "mutated-state"
-    template = "the forward changes, at run time, what decides which targets run: {detail}"
+    template = "the forward changes state at run time that the subgraphs can't reproduce: {detail}"
 
 
 class ShadowedName(Message):

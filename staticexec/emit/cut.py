@@ -21,7 +21,9 @@ import ast
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from staticexec.emit import state
 from staticexec.emit.run import Subgraph
+from staticexec.messages import Refused
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,27 @@ def _view_base(value: ast.AST) -> str | None:
             return None
 
 
+def _keyed(value: ast.AST) -> str | None:
+    """`kw['x']` for `kw.pop('x', ...)` or `kw.get('x')`: the keyword dict entry an inlined call binds a parameter from."""
+    if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in ("pop", "get")
+            and isinstance(value.func.value, ast.Name) and value.args and isinstance(value.args[0], ast.Constant)):
+        return f"{value.func.value.id}[{value.args[0].value!r}]"
+    return None
+
+
 def _aliases(tree: ast.Module) -> tuple[tuple[str, str], ...]:
-    """Top-level assignments of one name to another's object or a view of it, in order."""
+    """Top-level assignments of one name to another's object or a view of it, in order; a dict display
+    `kw = {'x': h}` makes `kw['x']` an alias of h, and `x = kw.pop('x')` an alias of `kw['x']`."""
     out = []
     for top in tree.body:
+        if isinstance(top, ast.Assign) and isinstance(top.value, ast.Dict):
+            for target in top.targets:
+                if isinstance(target, ast.Name):
+                    out += [(f"{target.id}[{k.value!r}]", base) for k, v in zip(top.value.keys, top.value.values)
+                            if isinstance(k, ast.Constant) and (base := _view_base(v)) is not None]
+            continue
         if isinstance(top, ast.Assign):
-            base = _view_base(top.value)
+            base = _keyed(top.value) or _view_base(top.value)
             if base is not None:
                 for target in top.targets:
                     names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
@@ -179,7 +196,14 @@ def _drop_inner_scopes(tree: ast.AST, order: list) -> None:
 
 
 def _target_names(target: ast.AST) -> set[str]:
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    """The names an assignment target binds: `a`, `a, (b, *c)`; not `a` in `a.x = ...` or `a[i] = ...`."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {n for el in target.elts for n in _target_names(el)}
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return set()
 
 
 @dataclass
@@ -214,11 +238,12 @@ def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
 
 
 def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str,
-                    targets_per_subgraph: int = 1) -> list:
+                    targets_per_subgraph: int = 1, live: dict | None = None) -> list:
     """Cut the steps into pieces and make each a `Subgraph`, with the inputs, outputs and consumed names above."""
     pieces = cut(steps, targets_per_subgraph)
     defined = set(input_names)  # names that exist before a piece runs, surely
     maybe_defined: set[str] = set()
+    repeating = []
     for piece in pieces:
         local: set[str] = set()
         inputs: list[str] = []
@@ -238,6 +263,9 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                         inputs.append(name)
                         if name not in defined:
                             piece.maybe_inputs.add(name)
+            own = (local | names.definite | names.maybe | set(inputs)) - set(step.modules)
+            repeating += [state.refusal(step.origin, write) for root, write in state.repeating_writes(step.code)
+                          if root not in own]
             for name in names.written:
                 root = alias.get(name, name if name in inputs and name not in local else None)
                 if root is not None:
@@ -250,6 +278,8 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                     alias[name] = root
             local |= names.definite
         piece.inputs = inputs
+        if repeating:
+            raise Refused(repeating)
         for step in piece.steps:
             for name in set(_names(step.code).loads) & set(inputs):
                 origins = piece.reads.setdefault(name, [])
@@ -278,7 +308,14 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
     for name in {n for p in pieces for n in p.inputs}:
         last = max(i for i, p in enumerate(pieces) if name in p.inputs)
         consumed[last].add(name)
-    return [_subgraph(i, len(pieces), piece, consumed[i], globals_, title) for i, piece in enumerate(pieces)]
+    live = live or {}
+    chain = []
+    for i, piece in enumerate(pieces):
+        sg = _subgraph(i, len(pieces), piece, consumed[i], globals_, title)
+        loaded = {n for step in piece.steps for n in _names(step.code).loads}
+        sg.live_globals = tuple((alias, *live[alias]) for alias in sorted(loaded & live.keys()))
+        chain.append(sg)
+    return chain
 
 
 def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_: dict, title: str) -> Subgraph:

@@ -23,7 +23,7 @@ from typing import Any
 import libcst as cst
 
 from staticexec.analysis import decorators as deco
-from staticexec.emit import runtime
+from staticexec.emit import runtime, state
 from staticexec.analysis.callgraph import calls_in, node_id
 from staticexec.analysis.scopes import children, walk
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
@@ -92,10 +92,20 @@ class _Rewrite(cst.CSTTransformer):
         self.replace = replace or {}
         self.choose = choose or {}
 
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
-        """Rename a name of the frame."""
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        """Rename a name of the frame (a module-level name read through its module becomes an attribute)."""
         new = self.rename.get(original.value)
+        if new and "." in new:
+            module, _, attr = new.partition(".")
+            return cst.Attribute(value=cst.Name(module), attr=cst.Name(attr))
         return updated.with_changes(value=new) if new else updated
+
+    def leave_Global(self, original: cst.Global, updated: cst.Global) -> cst.BaseSmallStatement:
+        """Names read through their module (renamed to `module__gN.NAME`) need no declaration."""
+        kept = [item for item in original.names if item.name.value not in self.rename]
+        if not kept:
+            return cst.Pass()
+        return updated.with_changes(names=[item.with_changes(comma=cst.MaybeSentinel.DEFAULT) for item in kept])
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.Attribute:
         """Keep the attribute's name as written: only the object it is read from is renamed."""
@@ -195,6 +205,15 @@ def _bound_names(fn: cst.FunctionDef) -> frozenset[str]:
     return names
 
 
+def _rebound_globals(tree: ast.Module) -> frozenset[str]:
+    """Module-level names that a function of the module rebinds at run time (`global NAME`)."""
+    names = _facts("rebound").get(tree)
+    if names is None:
+        names = _facts("rebound")[tree] = frozenset(
+            name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names)
+    return names
+
+
 def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
     """Every name a function reads (attribute and keyword names aside)."""
     names = _facts("loaded").get(fn)
@@ -214,7 +233,11 @@ def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
 
 
 def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
-    names = set(local_bindings(fn.body)) | set(param_names(fn))
+    """The function's local names. `x.append(v)` adds to `x` without binding it (the resolver's
+    bindings list it, for what `x` holds); a name declared `global` stays the module's."""
+    names = {name for name, ways in local_bindings(fn.body).items()
+             if any(kind not in ("append", "extend") for kind, _, _ in ways)} | set(param_names(fn))
+    declared: set[str] = set()
     stack: list[cst.CSTNode] = [fn.body]
     while stack:
         node = stack.pop()
@@ -227,8 +250,10 @@ def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
                 names.add(target.value)
         elif isinstance(node, cst.ExceptHandler) and node.name is not None and isinstance(node.name.name, cst.Name):
             names.add(node.name.name.value)
+        elif isinstance(node, cst.Global):
+            declared |= {item.name.value for item in node.names}
         stack.extend(children(node))
-    return names
+    return names - declared
 
 
 def _loaded_names(code: str) -> set[str]:
@@ -324,6 +349,7 @@ class Emitter:
         self.decisions: dict[tuple[str, int], int] = {}  # how often each `if` was decided so far
         self._code_checked: dict[tuple[int, str], Message | None] = {}
         self._selected: set[int] | None = None  # ids of the modules `watched` names
+        self.live: dict[str, tuple[dict, str]] = {}  # global of the subgraphs -> (module namespace, name) it reads
 
     # ----- entry point ---------------------------------------------------------------------
 
@@ -352,13 +378,14 @@ class Emitter:
             globals_=self.globals,
             title=self.plan.architecture,
             targets_per_subgraph=targets_per_subgraph,
+            live=self.live,
         )
         arm_target_check(self.model, chain, self.targets, self.watched)
         return chain
 
     # ----- frames --------------------------------------------------------------------------
 
-    def _parse(self, planned: Function) -> tuple[ParsedFunction, str]:
+    def _parse(self, planned: Function) -> tuple[ParsedFunction, str, frozenset[str]]:
         key = planned.function
         hit = self._parsed.get(key)
         if hit is None:
@@ -368,12 +395,12 @@ class Emitter:
             parsed = parse_function(sf, ref.qualname)
             if parsed is None or parsed.source_hash != planned.source_hash:
                 raise Refused([InstanceMismatch(planned.path, planned.lines[0], f"the source of {ref.qualname} changed since the plan was made")])
-            hit = (parsed, sf.path)
+            hit = (parsed, sf.path, _rebound_globals(sf.tree))
             self._parsed[key] = hit
         return hit
 
     def _frame(self, node: str, planned: Function, self_obj: Any, rename: bool, result: str) -> Frame:
-        parsed, path = self._parse(planned)
+        parsed, path, rebound = self._parse(planned)
         fn = parsed.node
         ref = FunctionRef.parse(planned.function)
         module = importlib.import_module(ref.module)
@@ -396,16 +423,25 @@ class Emitter:
             tree=parsed.module,
             file=path,
         )
-        self._import_globals(frame, names)
+        self._import_globals(frame, names, rebound)
         if planned.self_class is not None:
             self_name = fn.params.params[0].name.value
             frame.values[self_name] = self_obj
             self.module_bindings[frame.local(self_name)] = self._path_expr(self_obj)
         return frame
 
-    def _import_globals(self, frame: Frame, local_names: set[str]) -> None:
-        """Make the frame's module-level names available; rename those that clash across modules."""
+    def _import_globals(self, frame: Frame, local_names: set[str], rebound: frozenset[str]) -> None:
+        """Make the frame's module-level names available; rename those that clash across modules.
+
+        A name that some function of the module rebinds (`global NAME`) is read and written through
+        the module itself (`module__g3.NAME`), so the subgraphs see it exactly as the model's module
+        holds it when they run, not as it was at emission."""
         for name in sorted(_loaded_in(frame.fn) - local_names):
+            if name in rebound:
+                module = f"module__g{frame.index}"
+                self.globals[module] = importlib.import_module(FunctionRef.parse(frame.planned.function).module)
+                frame.rename[name] = f"{module}.{name}"
+                continue
             if name in frame.module_globals:
                 obj = frame.module_globals[name]
             elif hasattr(builtins, name):
@@ -415,9 +451,11 @@ class Emitter:
             current = self.globals.get(name, obj)
             if current is obj:
                 self.globals[name] = obj
+                self.live.setdefault(name, (frame.module_globals, name))
             else:
                 alias = f"{name}__g{frame.index}"
                 self.globals[alias] = obj
+                self.live[alias] = (frame.module_globals, name)
                 frame.rename[name] = alias
 
     def _path_expr(self, module: Any) -> str:
@@ -534,7 +572,10 @@ class Emitter:
         alias = f"running__{frame.index}"
         self.globals[alias] = expected
         where = self._origin(frame, frame.planned.lines[0])
-        args = f"{obj}, {name!r}, {alias}" if name is not None else f"{obj}, {alias}"
+        if isinstance(name, tuple):  # expect_super: the class the lookup starts past, and the name
+            args = f"{obj}, {name[0]}, {name[1]!r}, {alias}"
+        else:
+            args = f"{obj}, {name!r}, {alias}" if name is not None else f"{obj}, {alias}"
         self._add(frame, f"{RUNTIME}.{check}({args}, {where!r})\n", frame.planned.lines[0])
 
     def _default(self, frame: Frame, param: cst.Param) -> tuple[str, object]:
@@ -642,15 +683,24 @@ class Emitter:
             root = func
             while isinstance(root, (cst.Attribute, cst.Subscript)):
                 root = root.value
-            if not isinstance(root, cst.Name) or not _is_module(frame.values.get(root.value)):
+            if not isinstance(root, cst.Name):
                 continue
-            try:
-                callee = evaluate(_code(func), frame.values, frame.module_globals)
-            except Undecidable:
+            if func is root and root.value not in frame.rename and inspect.isfunction(frame.module_globals.get(root.value)):
+                callee = frame.module_globals[root.value]  # a module-level helper
+            elif not _is_module(frame.values.get(root.value)):
                 continue
+            else:
+                try:
+                    callee = evaluate(_code(func), frame.values, frame.module_globals)
+                except Undecidable:
+                    continue
             if _is_module(callee) and self._holds_target(callee):
                 raise Refused([UnresolvedCall(frame.planned.path, line,
                                               f"`{_code(func).strip()}` holds targets but is called by opaque code")])
+            if not _is_module(callee):
+                writes = state.helper_refusals(callee)
+                if writes:
+                    raise Refused(writes)
 
     def _remember(self, frame: Frame, name: str, known: object) -> None:
         frame.values[name] = known
@@ -815,6 +865,15 @@ class Emitter:
         self._emit_stmt(frame, stmt, line)
         self._forget_stores(frame, stmt)
 
+    def _planned_method(self, obj: Any, name: str) -> Function | None:
+        """The plan's analysis of `obj.name` as the source defines it, along the class's MRO: what a call
+        analysed there runs, when the running function (another name) replaced it after the class was made."""
+        for cls in type(obj).__mro__:
+            planned = self.plan.function(node_id(FunctionRef(cls.__module__, f"{cls.__qualname__}.{name}"), _class_ref(type(obj))))
+            if planned is not None:
+                return planned
+        return None
+
     def _holds_target(self, module: Any) -> bool:
         """Whether a module is, or holds, a module of a target class or one the caller's targets select."""
         if not hasattr(module, "modules"):
@@ -841,8 +900,13 @@ class Emitter:
         elif bound is not None and _is_module(bound):
             fn = callee.__func__
             self_obj = bound
-            if isinstance(call.func, cst.Attribute) and not isinstance(call.func.value, cst.Call):  # not super().name
+            if isinstance(call.func, cst.Attribute) and not isinstance(call.func.value, cst.Call):
                 recheck = ("expect_method", None, call.func.attr.value, fn)
+            elif isinstance(call.func, cst.Attribute):  # super().name: looked up past the caller's class
+                owner = FunctionRef.parse(frame.planned.function).owner
+                alias = f"owner__{frame.index}"
+                self.globals[alias] = _import_object(FunctionRef(owner.module, owner.name)) if owner else None
+                recheck = ("expect_super", None, (alias, call.func.attr.value), fn) if owner else None
         elif isinstance(bound, type) and _is_autograd_function(bound) and callee.__name__ == "apply":
             fn = inspect.unwrap(bound.forward)
             self_obj = None
@@ -858,6 +922,8 @@ class Emitter:
             raise Refused([UnresolvedCall(frame.planned.path, line, f"`{_code(call.func).strip()}` is a {type(callee).__name__} at emit time")])
         nid = node_id(_function_ref(fn), _class_ref(type(self_obj)) if self_obj is not None else None)
         planned = self.plan.function(nid)
+        if planned is None and self_obj is not None and isinstance(call.func, cst.Attribute):
+            planned = self._planned_method(self_obj, call.func.attr.value)  # replaced by a function of another name
         if planned is None:
             if self_obj is not None and not self._holds_target(self_obj):
                 self._emit_stmt(frame, stmt, line)

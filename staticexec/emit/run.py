@@ -156,6 +156,7 @@ class Subgraph:
     written_inputs: set[str] = field(default_factory=set)  # inputs its code may change in place
     input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
+    live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
@@ -184,9 +185,15 @@ class Subgraph:
             raise ContractError(f"subgraph {self.index}: " + "; ".join(
                 part for part in (f"missing inputs {missing}" if missing else "",
                                   f"unexpected inputs {extra}" if extra else "") if part))
+        scope = self._fn.__globals__
+        for alias, namespace, name in self.live_globals:  # module-level names as the model's modules hold them now
+            value = namespace.get(name, _MISSING)
+            if value is not _MISSING and scope.get(alias, _MISSING) is not value:
+                scope[alias] = value
         unpacked = {k: _unpack(v) for k, v in inputs.items()}  # alive while copied: the memo is keyed by id
         memo: dict = {}
-        written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)}  # first: aliases share the copy
+        written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)
+                   if not _views_another(unpacked[k], k, unpacked)}  # first: aliases share the copy
         values = {k: written[k] if k in written else _fresh(v, memo) for k, v in unpacked.items()}
         shared = [(k, t, _version(t)) for k, v in values.items() for t in _shared_tensors(v, unpacked[k])]
         checked = _TRIPWIRES.get()
@@ -272,6 +279,30 @@ def _shared_tensors(value: Any, given: Any) -> list:
     import torch
 
     return [value] if isinstance(value, torch.Tensor) else []
+
+
+def _views_another(value: Any, name: str, inputs: dict) -> bool:
+    """Whether a tensor input shares memory with another tensor input (a view made in an earlier subgraph):
+    copying it alone would cut it off from the other, so it is shared, and its version counter (a view
+    shares its base's) shows a write while the subgraph runs."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return False
+    try:
+        ptr = value.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor with no storage of its own (meta, sparse, subclass)
+        return False
+    if not ptr:  # empty
+        return False
+    for other, v in inputs.items():
+        if other != name and isinstance(v, torch.Tensor) and v is not value:
+            try:
+                if v.untyped_storage().data_ptr() == ptr:
+                    return True
+            except (RuntimeError, NotImplementedError):
+                continue
+    return False
 
 
 def _version(tensor: Any) -> int | None:

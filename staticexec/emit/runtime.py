@@ -367,6 +367,14 @@ def expect_method(obj: Any, name: str, expected: Any, where: str) -> None:
         _code_mismatch(running, expected, where)
 
 
+def expect_super(obj: Any, owner: type, name: str, expected: Any, where: str) -> None:
+    """Run-time check at the start of an inlined `super().name(...)` call in a method of `owner`."""
+    running = getattr(super(owner, obj), name, None)
+    running = getattr(running, "__func__", running)
+    if running is not expected:
+        _code_mismatch(running, expected, where)
+
+
 def expect_global(namespace: dict, name: str, expected: Any, where: str) -> None:
     """Run-time check at the start of an inlined function call: the module-level name still holds it."""
     if namespace.get(name) is not expected:

@@ -1,0 +1,154 @@
+"""Writes that outlive a subgraph's run: state the pipeline's second run of it would change again.
+
+llm-compressor runs every subgraph twice on the same inputs (calibrate, then propagate). A
+subgraph's inputs are copied or checked (run.py), and its locals start afresh each run, but
+the objects it reaches by no input and no local are shared by both runs: the model and its
+modules (`self`, `self__1 = self.layers[0]`), module-level values and whatever hangs off them.
+A write to those that gives another result when it runs again (`self.seen.append(h)`,
+`self.steps += 1`, `STATE.pop()`, `self.mean.mul_(0.9)`, `self.x = self.x + [h]`) would be
+applied twice, silently. Such a write in the code a subgraph runs is refused (`mutated-state`),
+with the model file and line it was emitted from. Writes that a second run repeats to the same
+effect (`self.flag = True`, `self.cache[k] = v`, `d.clear()`, `t.copy_(v)`) are kept.
+
+It runs in cut.py, which knows for each statement which names are the subgraph's own, and on the
+helpers that emitted code calls as opaque code (`self.remember(h)`): their bodies are read too,
+and a repeating write there to `self` or to a module-level value is refused at the helper's line.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import types
+from functools import lru_cache
+from typing import Any
+
+from staticexec.messages import MutatedState
+
+# methods that change their object in place with another result each time they run
+REPEATING_METHODS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", "appendleft", "extendleft",
+                               "popleft", "rotate"})
+# in-place tensor methods that give the same result when they run again on the same inputs
+IDEMPOTENT_INPLACE = frozenset({"copy_", "fill_", "zero_", "requires_grad_", "set_", "share_memory_", "detach_"})
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute or subscript chain starts from: `self` in `self.a[i].b`; none through a call,
+    whose result the code does not name (`torch.zeros(n).scatter_add_(...)` writes a fresh tensor)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+@lru_cache(maxsize=65536)
+def repeating_writes(code: str) -> tuple[tuple[str, str], ...]:
+    """(root name, the write as written) for each write in `code` that a second run would apply again."""
+    out: list[tuple[str, str]] = []
+    for node in ast.walk(ast.parse(code)):
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            method = node.func.attr
+            tensor_inplace = method.endswith("_") and not method.startswith("_") and method not in IDEMPOTENT_INPLACE
+            if method in REPEATING_METHODS or tensor_inplace:
+                target = node.func.value
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, (ast.Attribute, ast.Subscript)):
+            target = node.target
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, (ast.Attribute, ast.Subscript)) and _reads(node.value, t):
+                    target = t
+        if target is None:
+            continue
+        root = _root(target)
+        if root is not None and not root.startswith("_sx"):
+            out.append((root, ast.unparse(node).split("\n")[0][:80]))
+    return tuple(out)
+
+
+def _reads(value: ast.AST, target: ast.AST) -> bool:
+    """Whether `value` reads what `target` writes into: `self.saved` or below it for `self.saved['k'] = ...`."""
+    chain = []
+    node = target
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        chain.append(ast.unparse(node))
+        node = node.value
+    if not chain:
+        return False
+    outer = chain[-1]  # the outermost container below the root, e.g. `self.saved`
+    return any(text == outer or text.startswith((outer + ".", outer + "["))
+               for text in (ast.unparse(n) for n in ast.walk(value) if isinstance(n, (ast.Attribute, ast.Subscript))))
+
+
+def refusal(origin: str, write: str) -> MutatedState:
+    """The message for a repeating write to shared state, at the model line it was emitted from."""
+    path, _, line = origin.rpartition(":")
+    return MutatedState(path, int(line) if line.isdigit() else 0,
+                        f"`{write}` changes state that outlives the subgraph (the model, a module or a module-level "
+                        "value); the pipeline runs each subgraph twice, so the change would be applied twice")
+
+
+def helper_refusals(callee: Any, depth: int = 3) -> list[MutatedState]:
+    """Repeating writes to state shared by both runs (`self`, module-level values) in a Python helper that
+    opaque code calls (a method or a function, not a module call), and in the helpers of `self` it calls."""
+    fn = getattr(callee, "__func__", callee)
+    if not isinstance(fn, types.FunctionType) or fn.__module__.split(".")[0] == "torch":
+        return []
+    owner = getattr(callee, "__self__", None)
+    out = [refusal(f"{_relative(fn.__code__.co_filename)}:{line}", write) for line, write in _helper_writes(fn.__code__, owner is not None)]
+    if depth > 1 and owner is not None:
+        for name in _self_calls(fn.__code__):
+            inner = inspect.getattr_static(type(owner), name, None)
+            if isinstance(inner, types.FunctionType):
+                out += helper_refusals(types.MethodType(inner, owner), depth - 1)
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _parsed(code: types.CodeType) -> ast.FunctionDef | None:
+    try:
+        lines, start = inspect.getsourcelines(code)
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = tree.body[0] if tree.body else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    ast.increment_lineno(tree, start - 1)
+    return fn
+
+
+@lru_cache(maxsize=4096)
+def _helper_writes(code: types.CodeType, bound: bool) -> tuple[tuple[int, str], ...]:
+    """(line, write) for each repeating write in a helper to a name that is not its own: its `self` (when
+    bound) or a module-level value. Its other parameters are the caller's values, judged in the caller."""
+    fn = _parsed(code)
+    if fn is None:
+        return ()
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    params += [a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None]
+    shared = {params[0]} if bound and params else set()
+    own = (set(params) - shared) | set(code.co_varnames) - shared
+    out = []
+    for stmt in fn.body:
+        for root, write in repeating_writes(ast.unparse(stmt)):
+            if root not in own:
+                out.append((stmt.lineno, write))
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def _self_calls(code: types.CodeType) -> tuple[str, ...]:
+    """Names of the methods a helper calls on its `self`: `self.name(...)`."""
+    fn = _parsed(code)
+    if fn is None or not fn.args.args:
+        return ()
+    me = fn.args.args[0].arg
+    return tuple(sorted({n.func.attr for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                         and isinstance(n.func.value, ast.Name) and n.func.value.id == me}))
+
+
+def _relative(path: str) -> str:
+    from staticexec.emit.validate import relative
+
+    return relative(path)

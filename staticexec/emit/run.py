@@ -20,6 +20,8 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from staticexec.emit.runtime import CHECKS
+
 _MISSING = object()
 
 
@@ -61,11 +63,12 @@ class TargetMismatch(RuntimeError):
 
 
 _ENTERED: contextvars.ContextVar = contextvars.ContextVar("staticexec_entered_targets", default=None)
-_TRIPWIRES: contextvars.ContextVar = contextvars.ContextVar("staticexec_tripwires", default=True)
+_TRIPWIRES = CHECKS
 
 
-class tripwires_off:
-    """Run subgraphs without the target check (for measuring what the check costs; it is on by default).
+class checks_off:
+    """Run subgraphs without their run-time checks: the target check, the input version counters, and
+    the branch, loop and code checks of runtime.py (for measuring what they cost; they are on by default).
 
     Given the model, its target modules' hooks are detached too, and attached again on exit."""
 
@@ -85,6 +88,9 @@ class tripwires_off:
         _TRIPWIRES.reset(self.token)
         install_tripwires(self.detached)
         self.detached = []
+
+
+tripwires_off = checks_off  # the name it had when the target check was the only one
 
 
 def _tripwire(module: Any, args: Any) -> None:
@@ -195,8 +201,8 @@ class Subgraph:
         written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)
                    if not _views_another(unpacked[k], k, unpacked)}  # first: aliases share the copy
         values = {k: written[k] if k in written else _fresh(v, memo) for k, v in unpacked.items()}
-        shared = [(k, t, _version(t)) for k, v in values.items() for t in _shared_tensors(v, unpacked[k])]
         checked = _TRIPWIRES.get()
+        shared = [(k, t, _version(t)) for k, v in values.items() for t in _shared_tensors(v, unpacked[k])] if checked else ()
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
         try:

@@ -32,6 +32,11 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 
+CHECKS: contextvars.ContextVar = contextvars.ContextVar("staticexec_checks", default=True)
+"""Whether the run-time checks of what emission decided run (on by default; run.checks_off turns them off to
+measure what they cost)."""
+
+
 class DecoratorMismatch(RuntimeError):
     """A decorator's wrapper does not behave as the model of docs/decorators.md requires."""
 
@@ -224,7 +229,7 @@ class BranchMismatch(RuntimeError):
 
 def expect_branch(taken: bool, expected: bool, where: str, test: str) -> None:
     """Run-time check of a branch decided from the sample (its inputs, shapes, the config) at emit time."""
-    if taken != expected:
+    if taken != expected and CHECKS.get():
         raise BranchMismatch(
             f"{where}: `{test}` is {taken} for these inputs but was {expected} for the sample the subgraphs "
             "were emitted for; emit them again for inputs like these"
@@ -300,6 +305,8 @@ def expect_loop(iterable: Any, expected: LoopItems, where: str, code: str) -> No
 
     The iterable is evaluated once, as the forward does; a loop that stopped at a `break` takes only
     as many items as the forward took."""
+    if not CHECKS.get():
+        return
     iterator = iter(iterable)
     if expected.complete:
         got = list(iterator)
@@ -353,7 +360,7 @@ def running_forward(module: Any) -> Any:
 
 def expect_forward(module: Any, expected: Any, where: str) -> None:
     """Run-time check at the start of an inlined module call: `module(...)` would run the inlined forward."""
-    if running_forward(module) is not expected:
+    if running_forward(module) is not expected and CHECKS.get():
         _code_mismatch(running_forward(module), expected, where)
 
 
@@ -363,7 +370,7 @@ def expect_method(obj: Any, name: str, expected: Any, where: str) -> None:
     if running is None:
         running = inspect.getattr_static(type(obj), name, None)
         running = getattr(running, "__func__", running)
-    if running is not expected:
+    if running is not expected and CHECKS.get():
         _code_mismatch(running, expected, where)
 
 
@@ -371,13 +378,13 @@ def expect_super(obj: Any, owner: type, name: str, expected: Any, where: str) ->
     """Run-time check at the start of an inlined `super().name(...)` call in a method of `owner`."""
     running = getattr(super(owner, obj), name, None)
     running = getattr(running, "__func__", running)
-    if running is not expected:
+    if running is not expected and CHECKS.get():
         _code_mismatch(running, expected, where)
 
 
 def expect_global(namespace: dict, name: str, expected: Any, where: str) -> None:
     """Run-time check at the start of an inlined function call: the module-level name still holds it."""
-    if namespace.get(name) is not expected:
+    if namespace.get(name) is not expected and CHECKS.get():
         _code_mismatch(namespace.get(name), expected, where)
 
 

@@ -562,7 +562,7 @@ class Emitter:
             return
         key = (id(frame.running), frame.planned.function)
         if key not in self._code_checked:
-            self._code_checked[key] = running_code_refusal(frame.planned, frame.running, wrappers)
+            self._code_checked[key] = running_code_refusal(frame.planned, frame.running, wrappers, frame.self_obj)
         refusal = self._code_checked[key]
         if refusal is not None:
             raise Refused([refusal])

@@ -9,6 +9,7 @@ the config from `name_or_path`), plus a few random calibration samples as a
 from __future__ import annotations
 
 import contextlib
+import functools
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -165,14 +166,33 @@ def load(case: Case, folder: str):
 
 
 @dataclass
+class Record:
+    """What a `oneshot_run` saw of the tracers and the pipeline, kept also when `oneshot` raises."""
+
+    traced_by: Any = None  # the function the pipeline called as `trace_subgraphs`
+    trace_calls: int = 0  # how many times the pipeline called it
+    staticexec_calls: int = 0  # calls of `staticexec.subgraphs` made by `staticexec.llmcompressor.trace_subgraphs`
+    own_tracer_calls: int = 0  # calls of llm-compressor's own `trace_subgraphs`
+    subgraph_runs: list[int] = field(default_factory=list)  # per subgraph, in order: runs of its `forward`
+    loaded: dict[str, torch.Tensor] = field(default_factory=dict)  # the state dict as loaded, before oneshot
+    target_calls: dict[str, int] = field(default_factory=dict)  # per sequential target module: its calls in oneshot
+
+
+@dataclass
 class Run:
     model: Any
     seconds: float
     trace_seconds: float
+    record: Record = field(default_factory=Record)
 
 
-def oneshot_run(case: Case, staticexec: bool, recipe: Any = None, **kwargs: Any) -> Run:
-    """`oneshot` with the sequential pipeline, through staticexec's subgraphs or llm-compressor's tracer."""
+def oneshot_run(case: Case, staticexec: bool, recipe: Any = None, record: Record | None = None,
+                on_load: Callable[[Any], None] | None = None, **kwargs: Any) -> Run:
+    """`oneshot` with the sequential pipeline, through staticexec's subgraphs or llm-compressor's tracer.
+
+    `record` (filled in even when `oneshot` raises) counts the calls of each tracer and the runs
+    of each subgraph; `on_load(model)` runs on the loaded model before `oneshot`.
+    """
     from datasets import Dataset
     from llmcompressor import oneshot
     from llmcompressor.modifiers.quantization import GPTQModifier
@@ -180,42 +200,87 @@ def oneshot_run(case: Case, staticexec: bool, recipe: Any = None, **kwargs: Any)
 
     if recipe is None:
         recipe = GPTQModifier(scheme="W4A16", targets=case.quant_targets, ignore=case.ignore)
+    record = Record() if record is None else record
     with tempfile.TemporaryDirectory() as folder:
         model = load(case, folder)
-        timed = _Timed(pipeline)
-        if staticexec:
-            from staticexec.llmcompressor import patch
-
-            ctx = patch()
-        else:
-            ctx = contextlib.nullcontext()
+        record.loaded = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        if on_load is not None:
+            on_load(model)
+        for name in target_modules(model, case):
+            record.target_calls[name] = 0
+            model.get_submodule(name).register_forward_pre_hook(functools.partial(_count_call, record, name))
+        timed = _Timed(pipeline, record)
         start = time.perf_counter()
-        with ctx, timed:
+        with contextlib.ExitStack() as stack:
+            # llm-compressor's own tracer is counted under the name the pipeline calls, before
+            # `patch()` rebinds that name: a patch that failed to rebind it would call the counter
+            stack.enter_context(_counted(pipeline, "trace_subgraphs", record, "own_tracer_calls"))
+            if staticexec:
+                import staticexec.llmcompressor as integration
+
+                stack.enter_context(integration.patch())
+                stack.enter_context(_counted(integration, "subgraphs", record, "staticexec_calls"))
+            stack.enter_context(timed)
             oneshot(model=model, dataset=Dataset.from_dict(case.data()), recipe=recipe, processor=tokenizer(case.input_names),
                     num_calibration_samples=SAMPLES, pipeline="sequential", sequential_targets=case.sequential_targets,
                     shuffle_calibration_samples=False, **kwargs)
-        return Run(model, time.perf_counter() - start, timed.seconds)
+        return Run(model, time.perf_counter() - start, timed.seconds, record)
+
+
+def _count_call(record: Record, name: str, *_: Any) -> None:
+    record.target_calls[name] += 1
+
+
+@contextlib.contextmanager
+def _counted(module: Any, name: str, record: Record, counter: str):
+    """`module.name` replaced, for the block, by a wrapper that adds each call to `record.<counter>`."""
+    inner = getattr(module, name)
+
+    def counting(*args: Any, **kwargs: Any):
+        setattr(record, counter, getattr(record, counter) + 1)
+        return inner(*args, **kwargs)
+
+    setattr(module, name, counting)
+    try:
+        yield
+    finally:
+        setattr(module, name, inner)
 
 
 class _Timed:
-    """Measures the time the pipeline spends in `trace_subgraphs`, whichever it is."""
+    """Measures the time the pipeline spends in `trace_subgraphs`, whichever it is; records which
+    function that is, and wraps each subgraph it returns to count the pipeline's runs of it."""
 
-    def __init__(self, module: Any) -> None:
+    def __init__(self, module: Any, record: Record | None = None) -> None:
         self.module = module
+        self.record = Record() if record is None else record
         self.seconds = 0.0
 
     def __enter__(self) -> "_Timed":
         self.inner = self.module.trace_subgraphs
+        self.record.traced_by = self.inner
 
         def timed(*args: Any, **kwargs: Any):
+            self.record.trace_calls += 1
             start = time.perf_counter()
             try:
-                return self.inner(*args, **kwargs)
+                subgraphs = self.inner(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - start
+            self.record.subgraph_runs = [0] * len(subgraphs)
+            for index, subgraph in enumerate(subgraphs):
+                subgraph.forward = self._counting(subgraph.forward, index)
+            return subgraphs
 
         self.module.trace_subgraphs = timed
         return self
+
+    def _counting(self, forward: Callable, index: int) -> Callable:
+        def counted(*args: Any, **kwargs: Any):
+            self.record.subgraph_runs[index] += 1
+            return forward(*args, **kwargs)
+
+        return counted
 
     def __exit__(self, *exc: object) -> None:
         self.module.trace_subgraphs = self.inner

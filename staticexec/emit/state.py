@@ -31,6 +31,9 @@ REPEATING_METHODS = frozenset({"append", "extend", "insert", "pop", "popitem", "
                                "popleft", "rotate"})
 # in-place tensor methods that give the same result when they run again on the same inputs
 IDEMPOTENT_INPLACE = frozenset({"copy_", "fill_", "zero_", "requires_grad_", "set_", "share_memory_", "detach_"})
+# conversions: `self.x = self.x.to(device)` run again converts what is already converted, to the same value
+CONVERSIONS = frozenset({"to", "type", "float", "half", "bfloat16", "double", "contiguous", "cpu", "cuda", "detach",
+                         "clone", "type_as"})
 
 
 def _root(node: ast.AST) -> str | None:
@@ -76,8 +79,12 @@ def _reads(value: ast.AST, target: ast.AST) -> bool:
     if not chain:
         return False
     outer = chain[-1]  # the outermost container below the root, e.g. `self.saved`
+    converted = {id(n.func.value) for n in ast.walk(value) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute) and n.func.attr in CONVERSIONS}
     return any(text == outer or text.startswith((outer + ".", outer + "["))
-               for text in (ast.unparse(n) for n in ast.walk(value) if isinstance(n, (ast.Attribute, ast.Subscript))))
+               for text in (ast.unparse(n) for n in ast.walk(value)
+                            if isinstance(n, (ast.Attribute, ast.Subscript)) and id(n) not in converted
+                            and not (isinstance(n, ast.Attribute) and n.attr in CONVERSIONS)))
 
 
 def refusal(origin: str, write: str) -> MutatedState:

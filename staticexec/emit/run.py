@@ -202,7 +202,7 @@ class Subgraph:
                    if not _views_another(unpacked[k], k, unpacked)}  # first: aliases share the copy
         values = {k: written[k] if k in written else _fresh(v, memo) for k, v in unpacked.items()}
         checked = _TRIPWIRES.get()
-        shared = [(k, t, _version(t)) for k, v in values.items() for t in _shared_tensors(v, unpacked[k])] if checked else ()
+        shared = _shared_versions(values, unpacked) if checked else ()
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
         try:
@@ -276,15 +276,41 @@ class Subgraph:
         return out
 
 
-def _shared_tensors(value: Any, given: Any) -> list:
-    """The tensors a subgraph receives as they were given (not copied): an input itself, or in its tuples."""
-    if value is not given:
-        return [] if type(value) is not tuple else [t for v, g in zip(value, given) for t in _shared_tensors(v, g)]
-    if type(value) is tuple:
-        return [t for v in value for t in _shared_tensors(v, v)]
-    import torch
+def _shared_versions(values: dict, given: dict) -> list:
+    """(input, tensor, version) for each tensor a subgraph receives as it was given (not copied): an input
+    itself, or an item of its tuples. This runs on every subgraph call, so it stays a plain loop."""
+    tensor = _tensor_type()
+    out = []
+    for name, value in values.items():
+        if isinstance(value, tensor):
+            if value is given[name]:
+                out.append((name, value, _version(value)))
+        elif type(value) is tuple:
+            out += [(name, t, _version(t)) for t in _tuple_tensors(value, given[name], tensor)]
+    return out
 
-    return [value] if isinstance(value, torch.Tensor) else []
+
+def _tuple_tensors(value: tuple, given: Any, tensor: type) -> list:
+    items = zip(value, given) if type(given) is tuple and len(given) == len(value) else ((v, None) for v in value)
+    out = []
+    for v, g in items:
+        if isinstance(v, tensor):
+            if v is g:
+                out.append(v)
+        elif type(v) is tuple:
+            out += _tuple_tensors(v, g, tensor)
+    return out
+
+
+_TENSOR: list = [None]  # torch.Tensor, looked up once (torch is imported lazily)
+
+
+def _tensor_type() -> type:
+    if _TENSOR[0] is None:
+        import torch
+
+        _TENSOR[0] = torch.Tensor
+    return _TENSOR[0]
 
 
 def _views_another(value: Any, name: str, inputs: dict) -> bool:

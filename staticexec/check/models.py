@@ -52,14 +52,19 @@ def _missing_library() -> set[str]:
     return current().value("check.missing_library", set)
 
 
-def _import_error(error: BaseException | None) -> bool:
+def caused_by(error: BaseException | None, kind: type) -> bool:
+    """Whether an exception is of `kind` or was raised while handling one (its cause or context chain)."""
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
-        if isinstance(error, ImportError):
+        if isinstance(error, kind):
             return True
         seen.add(id(error))
         error = error.__cause__ or error.__context__
     return False
+
+
+def _import_error(error: BaseException | None) -> bool:
+    return caused_by(error, ImportError)
 
 
 def _build(model_class: type, cfg: PretrainedConfig, attn_implementation: str, seed: int) -> nn.Module:

@@ -437,6 +437,7 @@ def _second_batch_verdict(model: Any, subgraphs: list, sample: dict, mode: str, 
     ("mismatch", what differs)."""
     import torch
 
+    from staticexec.check.models import caused_by
     from staticexec.emit.runtime import BranchMismatch
 
     batch, why = second_batch(model, sample, mode)
@@ -453,20 +454,10 @@ def _second_batch_verdict(model: Any, subgraphs: list, sample: dict, mode: str, 
     try:
         problem = chain_problem(model, subgraphs, batch, log, own_calls, expected)
     except Exception as exc:
-        if _caused_by(exc, BranchMismatch):
+        if caused_by(exc, BranchMismatch):
             return "sample-bound", f"a second batch takes another branch: {_one_line(exc)}"
         return "mismatch", f"on a second batch, subgraphs raised {_one_line(exc)}"
     return ("mismatch", f"on a second batch: {problem}") if problem else ("ok", "")
-
-
-def _caused_by(exc: BaseException | None, kind: type) -> bool:
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, kind):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def chain_problem(model: Any, subgraphs: list, sample: dict, log: _CallLog, own_calls: list, expected: Any) -> str:

@@ -195,6 +195,51 @@ def _drop_inner_scopes(tree: ast.AST, order: list) -> None:
     order[:] = [o for o in order if o not in inner]
 
 
+def _carry_aliases(pieces: list[Piece], together: dict[str, set[str]], before: dict[int, tuple[set, set, set]]) -> None:
+    """A subgraph copies the mutable objects it receives, one copy per object. A name a later subgraph reads
+    that may hold the same object as one of this subgraph's inputs (`past_key_values__1`, bound to the
+    callee's `past_key_values__2` by an inlined call) comes in with that input and leaves with it, so both
+    names keep the one copy the code changed. Names no later subgraph reads are not carried."""
+    for i, piece in enumerate(pieces):
+        later = {n for other in pieces[i + 1 :] for n in other.inputs}
+        defined, maybe_defined, local = before[id(piece)]
+        for name in list(piece.inputs):
+            for other in sorted(together.get(name, ())):
+                if other in piece.inputs or other in local or other not in later:
+                    continue
+                if other in defined or other in maybe_defined:
+                    piece.inputs.append(other)
+                    piece.outputs = sorted(set(piece.outputs) | {other})
+                    if other not in defined:
+                        piece.maybe_inputs.add(other)
+                    else:
+                        piece.definite_outputs.add(other)
+
+
+def _alias_groups(steps: list[Step]) -> dict[str, set[str]]:
+    """Names that may hold the same object somewhere in the program (`a = b`, a view, a keyword binding),
+    flow-insensitively: name -> the other names of its group."""
+    parent: dict[str, str] = {}
+
+    def find(n: str) -> str:
+        while parent.get(n, n) != n:
+            n = parent[n]
+        return n
+
+    for step in steps:
+        for name, base in _names(step.code).aliases:
+            parent[find(name)] = find(base)
+    groups: dict[str, set[str]] = {}
+    for n in list(parent):
+        groups.setdefault(find(n), set()).add(n)
+    out: dict[str, set[str]] = {}
+    for members in groups.values():
+        names = {m for m in members if m.isidentifier()}
+        for m in names:
+            out[m] = names - {m}
+    return out
+
+
 def _target_names(target: ast.AST) -> set[str]:
     """The names an assignment target binds: `a`, `a, (b, *c)`; not `a` in `a.x = ...` or `a[i] = ...`."""
     if isinstance(target, ast.Name):
@@ -244,6 +289,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
     defined = set(input_names)  # names that exist before a piece runs, surely
     maybe_defined: set[str] = set()
     repeating = []
+    before: dict[int, tuple[set, set, set]] = {}
     for piece in pieces:
         local: set[str] = set()
         inputs: list[str] = []
@@ -277,6 +323,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                 if root is not None:
                     alias[name] = root
             local |= names.definite
+        before[id(piece)] = (set(defined), set(maybe_defined), set(local))
         piece.inputs = inputs
         if repeating:
             raise Refused(repeating)
@@ -295,6 +342,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         piece.definite_outputs |= set(inputs) - piece.maybe_inputs
         # what a piece receives and a later one reads passes through it: the piece may change it
         piece.outputs = sorted(stored | set(inputs))
+    _carry_aliases(pieces, _alias_groups(steps), before)
     # keep only outputs a later piece reads (and the final output)
     for i, piece in enumerate(pieces):
         later = set()

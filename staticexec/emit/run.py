@@ -163,6 +163,7 @@ class Subgraph:
     input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
+    _expected: list | None = field(default=None, repr=False)  # the target modules entered at the last good run
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
@@ -233,9 +234,13 @@ class Subgraph:
         if self.nested_targets:  # a watched module inside one of this subgraph's targets runs as part of it
             nested = self.nested_targets
             entered = [m for m in entered if nested.get(id(m)) not in self.targets]
+        expected = self._expected
+        if expected is not None and len(entered) == len(expected) and all(a is b for a, b in zip(entered, expected)):
+            return  # the modules found at the targets' paths last time (a module replaced since shows below)
         if len(entered) == len(self.targets) and all(
             m is _module_at(model, p) for m, p in zip(entered, self.targets)
         ):
+            self._expected = list(entered)
             return
         paths = {id(m): n for n, m in model.named_modules()}
         got = [paths.get(id(m), type(m).__name__) for m in entered]
@@ -279,14 +284,19 @@ class Subgraph:
 def _shared_versions(values: dict, given: dict) -> list:
     """(input, tensor, version) for each tensor a subgraph receives as it was given (not copied): an input
     itself, or an item of its tuples. This runs on every subgraph call, so it stays a plain loop."""
-    tensor = _tensor_type()
+    tensor = _TENSOR[0] or _tensor_type()
     out = []
-    for name, value in values.items():
-        if isinstance(value, tensor):
-            if value is given[name]:
-                out.append((name, value, _version(value)))
-        elif type(value) is tuple:
-            out += [(name, t, _version(t)) for t in _tuple_tensors(value, given[name], tensor)]
+    try:
+        for name, value in values.items():
+            if isinstance(value, tensor):
+                if value is given[name]:
+                    out.append((name, value, value._version))
+            elif type(value) is tuple:
+                out += [(name, t, t._version) for t in _tuple_tensors(value, given[name], tensor)]
+    except RuntimeError:  # an inference tensor has no version counter: skip those
+        out = [(name, t, _version(t)) for name, value in values.items()
+               for t in ([value] if isinstance(value, tensor) and value is given[name] else
+                         _tuple_tensors(value, given[name], tensor) if type(value) is tuple else [])]
     return out
 
 

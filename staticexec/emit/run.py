@@ -201,9 +201,21 @@ class Subgraph:
         memo: dict = {}
         written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)
                    if not _views_another(unpacked[k], k, unpacked)}  # first: aliases share the copy
-        values = {k: written[k] if k in written else _fresh(v, memo) for k, v in unpacked.items()}
         checked = _TRIPWIRES.get()
-        shared = _shared_versions(values, unpacked) if checked else ()
+        tensor = _TENSOR[0] or _tensor_type()
+        values = {}
+        shared: list = []  # (input, tensor, version) of the tensors shared, not copied: checked after the run
+        for k, v in unpacked.items():
+            if k in written:
+                values[k] = written[k]
+            elif isinstance(v, tensor):  # shared as it is (or as the copy a written alias of it got)
+                values[k] = fresh = memo.get(id(v), v)
+                if checked and fresh is v:
+                    shared.append((k, v, _version(v)))
+            else:
+                values[k] = fresh = _fresh(v, memo)
+                if checked and type(fresh) is tuple:
+                    shared += [(k, t, _version(t)) for t in _tuple_tensors(fresh, v, tensor)]
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
         try:
@@ -279,25 +291,6 @@ class Subgraph:
                     seen.add(id(sub))
                     out.append(sub)
         return out
-
-
-def _shared_versions(values: dict, given: dict) -> list:
-    """(input, tensor, version) for each tensor a subgraph receives as it was given (not copied): an input
-    itself, or an item of its tuples. This runs on every subgraph call, so it stays a plain loop."""
-    tensor = _TENSOR[0] or _tensor_type()
-    out = []
-    try:
-        for name, value in values.items():
-            if isinstance(value, tensor):
-                if value is given[name]:
-                    out.append((name, value, value._version))
-            elif type(value) is tuple:
-                out += [(name, t, t._version) for t in _tuple_tensors(value, given[name], tensor)]
-    except RuntimeError:  # an inference tensor has no version counter: skip those
-        out = [(name, t, _version(t)) for name, value in values.items()
-               for t in ([value] if isinstance(value, tensor) and value is given[name] else
-                         _tuple_tensors(value, given[name], tensor) if type(value) is tuple else [])]
-    return out
 
 
 def _tuple_tensors(value: tuple, given: Any, tensor: type) -> list:

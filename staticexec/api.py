@@ -192,6 +192,9 @@ def _committed_plan(folder: str, model: Any, targets: tuple[str, ...] | None) ->
         plan = load_plan(path)
     except UsageError:  # stale or malformed: the analysis runs instead
         return None
+    root = plan.function(plan.root)
+    if root is None or root.self_class is None or ClassRef.parse(root.self_class) != _class_ref(type(model)):
+        return None  # a plan for another class of the same name (a user's own class): analyse this one
     if targets and sorted(targets) != plan.target_names:
         return None
     model_type = getattr(getattr(model, "config", None), "model_type", None)

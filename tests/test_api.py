@@ -156,3 +156,50 @@ def test_decorators_run_for_real_around_the_chain(extra):
         expected = model(**sample)
         out = staticexec.run_subgraphs(model, staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"]), sample)
     assert compare(expected, out) == ""
+
+
+USER_LLAMA = '''
+import torch
+from torch import nn
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, h):
+        return torch.tanh(self.proj(h))
+
+
+class LlamaForCausalLM(nn.Module):
+    """A user's own class that has the name of one of transformers' classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([LlamaDecoderLayer() for _ in range(3)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+'''
+
+
+def test_a_shipped_plan_is_used_only_for_the_class_it_was_made_for(tmp_path, monkeypatch):
+    """A user's class named like transformers' LlamaForCausalLM, split with no targets given: its own
+    source is analysed (the shipped plan of transformers' class is not taken for it), and it splits exactly."""
+    import sys
+
+    (tmp_path / "user_llama_model.py").write_text(USER_LLAMA)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import user_llama_model
+
+    assert staticexec.api.shipped_plans() is not None
+    model = user_llama_model.LlamaForCausalLM()
+    sample = {"x": torch.randn(2, 3, 8)}
+    chain = staticexec.subgraphs(model, sample)
+    assert [sg.targets for sg in chain] == [[], ["layers.0"], ["layers.1"], ["layers.2"]]
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, chain, sample), model(**sample))
+    sys.modules.pop("user_llama_model", None)

@@ -160,9 +160,14 @@ def _load_config(path: str | None):
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
         model_type = data.pop("model_type")
-    except (json.JSONDecodeError, KeyError) as exc:
+    except (json.JSONDecodeError, KeyError, UnicodeDecodeError, AttributeError) as exc:
         raise UsageError(f"{path}: not a transformers config.json ({exc})") from exc
-    return AutoConfig.for_model(model_type, **data)
+    try:
+        return AutoConfig.for_model(model_type, **data)
+    except Exception as exc:  # the config class rejects a value (a null where it expects a dict, an unknown type)
+        detail = " ".join(str(exc).split())[:200]
+        raise UsageError(f"{path}: the config class for model_type {model_type!r} rejects it: "
+                         f"{type(exc).__name__}: {detail}") from exc
 
 
 def cmd_plan(args) -> int:

@@ -169,3 +169,14 @@ def test_verify_all_with_only_ok_and_na_exits_0(monkeypatch, capsys):
     _fake_sweep(monkeypatch, {"AForCausalLM": "ok", "BForCausalLM": "n/a"})
     assert main(["verify", "--all", "--jobs", "1"]) == 0
     assert "flagged" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["plan", "explain"])
+def test_a_config_its_class_rejects_is_one_line_and_exit_2(command, tmp_path, capsys):
+    """A config.json whose config class rejects a value (a number where it expects a dict) is bad input."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llava", "text_config": None, "vision_config": 5}))
+    extra = ["--out", str(tmp_path)] if command == "plan" else []
+    assert main([command, "LlavaForConditionalGeneration", "--config", str(config), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "config.json" in err and "Traceback" not in err

@@ -203,3 +203,55 @@ def test_a_shipped_plan_is_used_only_for_the_class_it_was_made_for(tmp_path, mon
     with torch.no_grad():
         assert torch.equal(staticexec.run_subgraphs(model, chain, sample), model(**sample))
     sys.modules.pop("user_llama_model", None)
+
+
+class _Tower(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class _Layer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, h):
+        return torch.tanh(self.proj(h))
+
+
+class _TowerThroughHelper(torch.nn.Module):
+    """A tower called from a helper method: opaque code, which the subgraph's own source does not name."""
+
+    def __init__(self):
+        super().__init__()
+        self.tower = _Tower()
+        self.layers = torch.nn.ModuleList([_Layer() for _ in range(2)])
+
+    def _features(self, x):
+        return self.tower(x) * 2
+
+    def forward(self, x):
+        h = self._features(x)
+        for layer in self.layers:
+            h = layer(h)
+        return h
+
+
+def test_submodules_list_the_modules_opaque_code_calls_once_the_subgraph_ran():
+    """llm-compressor asks a subgraph for its submodules after its calibration run, to finish calibrating
+    them: the tower the helper calls must be there, with the modules below it, in call order."""
+    model = _TowerThroughHelper()
+    sample = {"x": torch.randn(2, 3, 8)}
+    chain = staticexec.subgraphs(model, sample, ["_Layer"])
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, chain, sample), model(**sample))
+    first = chain[0].submodules(model)
+    assert model.tower in first and model.tower.proj in first
+    assert first.index(model.tower) < first.index(model.tower.proj)
+    assert chain[0].submodules(model, recurse=False) == [model.tower]
+    assert chain[1].submodules(model) == [model.layers[0], model.layers[0].proj]
+    assert all(model.tower not in sg.submodules(model) for sg in chain[1:])

@@ -20,7 +20,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from staticexec.emit.runtime import CHECKS
+from staticexec.emit.runtime import CHECKS, ModuleRecorder
 
 _MISSING = object()
 
@@ -164,6 +164,7 @@ class Subgraph:
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
     _expected: list | None = field(default=None, repr=False)  # the target modules entered at the last good run
+    _ran: list | None = field(default=None, repr=False)  # every module entered on its first complete run
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
@@ -218,6 +219,12 @@ class Subgraph:
                     shared += [(k, t, _version(t)) for t in _tuple_tensors(fresh, v, tensor)]
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
+        recorder = handle = None
+        if self._ran is None:  # the first run records every module it enters (submodules)
+            from torch.nn.modules.module import register_module_forward_pre_hook
+
+            recorder = ModuleRecorder()
+            handle = register_module_forward_pre_hook(recorder)
         try:
             out = self._fn(model, **values)
         except Exception as exc:
@@ -227,6 +234,10 @@ class Subgraph:
             raise
         finally:
             _ENTERED.reset(token)
+            if handle is not None:
+                handle.remove()
+        if recorder is not None:
+            self._ran = recorder.entered
         if checked:
             self._check_targets(model, entered)
         for name, tensor, version in shared:
@@ -274,14 +285,25 @@ class Subgraph:
         return best
 
     def submodules(self, model: Any, recurse: bool = True) -> list:
-        """The modules this subgraph calls (its targets and any module attribute it uses), in call order;
-        with `recurse` (the default, as llm-compressor's Subgraph) each followed by all modules below it."""
+        """The modules this subgraph calls, in call order; with `recurse` (the default, as llm-compressor's
+        Subgraph) each followed by all modules below it.
+
+        Those its own code names (its targets, module attributes it calls), and, once it has run, every
+        other module of the model it entered: called by opaque code or a helper (a vision tower called
+        from `self._image_features(...)`). llm-compressor asks after the subgraph's calibration run."""
         direct = []
         for path in self.module_paths:
             try:
                 direct.append(model.get_submodule(path))
             except AttributeError:
                 continue
+        if self._ran:
+            covered = {id(m) for module in direct for m in module.modules()}
+            owned = {id(m) for m in model.modules()}
+            for module in self._ran:  # entered in call order: a module before those inside it
+                if id(module) not in covered and id(module) in owned and module is not model:
+                    direct.append(module)
+                    covered.update(id(m) for m in module.modules())
         if not recurse:
             return direct
         out, seen = [], set()

@@ -236,6 +236,17 @@ def expect_branch(taken: bool, expected: bool, where: str, test: str) -> None:
         )
 
 
+class ModuleRecorder:
+    """A global module forward pre-hook, on while a subgraph runs for the first time: every module entered,
+    in order, so that `Subgraph.submodules` lists the modules its opaque code and helpers call too."""
+
+    def __init__(self) -> None:
+        self.entered: list = []
+
+    def __call__(self, module: Any, args: Any) -> None:
+        self.entered.append(module)
+
+
 class HookMismatch(RuntimeError):
     """A module whose forward is inlined into the subgraphs has hooks that can't be run as torch would."""
 
@@ -261,7 +272,8 @@ def hooks_enter(module: Any, kw: dict, n_positional: int, where: str) -> tuple |
     took, is refused."""
     from torch.nn.modules import module as torch_module
 
-    if module._forward_pre_hooks or torch_module._global_forward_pre_hooks:
+    if module._forward_pre_hooks or any(not isinstance(h, ModuleRecorder)
+                                        for h in torch_module._global_forward_pre_hooks.values()):
         raise HookMismatch(f"{where}: {type(module).__name__} has a forward pre-hook, but its forward is inlined "
                            "into the subgraphs, so the hook would not run")
     if not _forward_hooks(module):

@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("plan", help="analyse an architecture and write its wrap plan",
                         description="Analyse ARCH's forward from its source and write DIR/ARCH.json.")
-    sp.add_argument("architecture", nargs="?", metavar="ARCH", help="model class name, e.g. LlamaForCausalLM")
+    sp.add_argument("architecture", nargs="?", metavar="ARCH", help="model class name (LlamaForCausalLM), a user's class as module.path:Class, or a model folder (config.json with auto_map, as remote code is laid out)")
     targets(sp)
     sp.add_argument("--out", default="plans", metavar="DIR", help="output folder (default: plans/)")
     sp.add_argument("--all", action="store_true",
@@ -79,12 +79,12 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("explain", help="print each analysed statement's class and call chain",
                         description="Print the analysed forwards of ARCH, marking each statement's class; for "
                                     "every reaching statement, the call chain down to the target.")
-    sp.add_argument("architecture", metavar="ARCH")
+    sp.add_argument("architecture", metavar="ARCH", help="model class name (LlamaForCausalLM), a user's class as module.path:Class, or a model folder (config.json with auto_map, as remote code is laid out)")
     targets(sp)
 
     sp = sub.add_parser("emit", help="print the emitted subgraphs of a tiny model",
                         description="Build a tiny random ARCH from its config class and print its subgraphs.")
-    sp.add_argument("architecture", metavar="ARCH")
+    sp.add_argument("architecture", metavar="ARCH", help="model class name (LlamaForCausalLM), a user's class as module.path:Class, or a model folder (config.json with auto_map, as remote code is laid out)")
     targets(sp)
     sample_option(sp)
 
@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
                         description="Draw ARCH's call graph: the targets, the reaching functions and the calls "
                                     "between them, each labelled with its file:line. FILE.dot writes DOT; .svg, .png "
                                     "or .pdf use Graphviz's `dot` when installed, else DOT is written beside.")
-    sp.add_argument("architecture", metavar="ARCH")
+    sp.add_argument("architecture", metavar="ARCH", help="model class name (LlamaForCausalLM), a user's class as module.path:Class, or a model folder (config.json with auto_map, as remote code is laid out)")
     targets(sp)
     sp.add_argument("--out", required=True, metavar="FILE", help="FILE.svg, FILE.png, FILE.pdf or FILE.dot")
 
@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
                         description="For each ARCH: build a tiny random model, run its own forward and the "
                                     "emitted subgraphs, and check that outputs are equal and every target runs "
                                     "exactly once, in exactly one subgraph. Exit 0 only if all are ok.")
-    sp.add_argument("architectures", nargs="*", metavar="ARCH")
+    sp.add_argument("architectures", nargs="*", metavar="ARCH", help="model class name (LlamaForCausalLM), a user's class as module.path:Class, or a model folder (config.json with auto_map, as remote code is laid out)")
     targets(sp)
     sp.add_argument("--attn", choices=["eager", "sdpa", "both"], default="eager",
                     help="attention implementation(s) to verify with (default: eager)")
@@ -149,19 +149,25 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _load_config(path: str | None):
-    if not path:
-        return None
-    from transformers import AutoConfig
-
+def _read_config(path: str) -> dict:
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such file")
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
-        model_type = data.pop("model_type")
-    except (json.JSONDecodeError, KeyError, UnicodeDecodeError, AttributeError) as exc:
-        raise UsageError(f"{path}: not a transformers config.json ({exc})") from exc
+        data["model_type"]
+    except (json.JSONDecodeError, KeyError, UnicodeDecodeError, TypeError) as exc:
+        raise UsageError(f"{path}: not a transformers config.json ({type(exc).__name__}: {exc})") from exc
+    return data
+
+
+def _load_config(path: str | None):
+    if not path:
+        return None
+    from transformers import AutoConfig
+
+    data = _read_config(path)
+    model_type = data.pop("model_type")
     try:
         return AutoConfig.for_model(model_type, **data)
     except Exception as exc:  # the config class rejects a value (a null where it expects a dict, an unknown type)
@@ -170,19 +176,68 @@ def _load_config(path: str | None):
                          f"{type(exc).__name__}: {detail}") from exc
 
 
+def _analysed(args):
+    """The plan of the architecture the command names: one of transformers' classes, or a user's class
+    or model folder, read from source alone (nothing of the user's code is imported)."""
+    from staticexec.analysis.userclass import UserClass, analysis_config, find_user_class, is_user_class
+    from staticexec.api import analyse, analyse_architecture
+
+    if not is_user_class(args.architecture):
+        return analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
+    user = find_user_class(args.architecture)
+    given = analysis_config(UserClass(args.config, user.cls, config=_read_config(args.config))) if args.config else None
+    config = analysis_config(user, given)
+    model_type = getattr(config, "model_type", None) or (user.config or {}).get("model_type")
+    return analyse(user.cls, args.targets, config=config, architecture=user.cls.name,
+                   model_types=[model_type] if model_type else None)
+
+
+def _built(spec: str, config_path: str | None):
+    """A user's model built for emit and verify: the folder's code run as transformers runs remote code, or
+    the module imported and its class built from its config class (the --config file, else its defaults)."""
+    import importlib
+
+    import torch
+
+    from staticexec.analysis.userclass import find_user_class
+
+    user = find_user_class(spec)
+    torch.manual_seed(0)
+    if user.folder is not None:
+        import transformers
+
+        print(f"staticexec: building {user.cls.name} from {spec}: this runs the folder's code (trust_remote_code)",
+              file=sys.stderr)
+        config = transformers.AutoConfig.from_pretrained(user.folder, trust_remote_code=True)
+        return getattr(transformers, user.auto_class).from_config(config, trust_remote_code=True).eval()
+    print(f"staticexec: building {user.cls.name}: this imports {user.cls.module}", file=sys.stderr)
+    cls = importlib.import_module(user.cls.module)
+    for part in user.cls.name.split("."):
+        cls = getattr(cls, part, None)
+    if not isinstance(cls, type):
+        raise UsageError(f"{spec!r}: {user.cls.module} has no class {user.cls.name}")
+    config_class = getattr(cls, "config_class", None)
+    if config_class is None:
+        raise UsageError(f"{spec!r}: {user.cls.name} has no config_class to build it from")
+    try:
+        config = config_class.from_json_file(config_path) if config_path else config_class()
+        return cls(config).eval()
+    except Exception as exc:
+        raise UsageError(f"{spec!r}: can't build {user.cls.name} from "
+                         f"{config_path or config_class.__name__ + '()'}: {type(exc).__name__}: {exc}") from exc
+
+
 def cmd_plan(args) -> int:
     """`staticexec plan`: write one architecture's plan, or with `--all` every plan and the index."""
-    from staticexec.api import analyse_architecture
-
     if args.all:
         return _plan_all(args)
     if not args.architecture:
         raise UsageError("name an architecture, or --all")
 
     writable_folder(args.out)
-    plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
+    plan = _analysed(args)
     _check_requested(args.targets, plan)
-    path = os.path.join(args.out, f"{args.architecture}.json")
+    path = os.path.join(args.out, f"{plan.architecture}.json")
     write_atomic(path, plan.to_json())
     print(f"{path}: {len(plan.functions)} reaching functions, targets {', '.join(plan.target_names)}")
     return 0
@@ -225,10 +280,9 @@ def _check_requested(requested: list[str] | None, plan) -> None:
 
 def cmd_explain(args) -> int:
     """`staticexec explain`: print the analysed forwards, each statement's class and the call chains."""
-    from staticexec.api import analyse_architecture
     from staticexec.explain import explain
 
-    plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
+    plan = _analysed(args)
     _check_requested(args.targets, plan)
     sys.stdout.write(explain(plan))
     return 0
@@ -241,16 +295,24 @@ def cmd_emit(args) -> int:
     from staticexec.api import analyse_architecture
     from staticexec.emit.emitter import Emitter
 
-    model = build_tiny_model(args.architecture, config=_load_config(args.config))
+    from staticexec.analysis.userclass import is_user_class
+
+    user = is_user_class(args.architecture)
+    model = _built(args.architecture, args.config) if user else build_tiny_model(args.architecture, config=_load_config(args.config))
     targets = args.targets or default_targets(model)
-    plan = analyse_architecture(args.architecture, targets, config=model.config)
     if args.sample == "multimodal":
         from staticexec.check.multimodal import multimodal_samples
 
         sample = next(multimodal_samples(model))
     else:
         sample = sample_inputs(model)
-    subgraphs = Emitter(plan, model, sample).emit()
+    if user:
+        import staticexec
+
+        subgraphs = staticexec.subgraphs(model, sample, targets)
+    else:
+        plan = analyse_architecture(args.architecture, targets, config=model.config)
+        subgraphs = Emitter(plan, model, sample).emit()
     for sg in subgraphs:
         print(f"# subgraph {sg.index}: inputs {sorted(sg.input_names)} -> outputs {sorted(sg.output_names)}")
         print(sg.source)
@@ -266,17 +328,22 @@ def cmd_verify(args) -> int:
         return _verify_all(args)
     if args.report:
         raise UsageError("--report goes with --all")
-    config = _load_config(args.config)
+    from staticexec.analysis.userclass import is_user_class
+
     if not args.architectures:
         raise UsageError("name at least one architecture, or --all")
+    users = {name for name in args.architectures if is_user_class(name)}
+    config = _load_config(args.config) if len(users) < len(args.architectures) else None
     for name in args.architectures:
-        find_architecture(name)
+        if name not in users:
+            find_architecture(name)
     attns = ["eager", "sdpa"] if args.attn == "both" else [args.attn]
     counts: dict[str, int] = {}
     for name in args.architectures:
         for attn in attns:
+            built = _built(name, args.config) if name in users else None
             v = verify(name, attn_implementation=attn, targets=args.targets, sample=args.sample, config=config,
-                       targets_from=args.targets_from)
+                       targets_from=args.targets_from, model=built)
             if len(attns) > 1:
                 v.architecture = f"{v.architecture} [{attn}]"
             print(v.line(), flush=True)
@@ -330,10 +397,9 @@ def _verify_all(args) -> int:
 
 def cmd_graph(args) -> int:
     """`staticexec graph`: write the plan's call graph to the `--out` file and say what was written."""
-    from staticexec.api import analyse_architecture
     from staticexec.graph import render, to_dot
 
-    plan = analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
+    plan = _analysed(args)
     _check_requested(args.targets, plan)
     print(render(to_dot(plan), args.out))
     return 0

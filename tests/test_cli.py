@@ -180,3 +180,46 @@ def test_a_config_its_class_rejects_is_one_line_and_exit_2(command, tmp_path, ca
     assert main([command, "LlavaForConditionalGeneration", "--config", str(config), *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "config.json" in err and "Traceback" not in err
+
+
+REMOTE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "remote_code")
+
+
+def test_plan_and_explain_a_model_folder_from_source_alone(tmp_path, capsys):
+    """A folder laid out as remote code (config.json with auto_map, modeling and configuration files
+    importing each other relatively) is planned without running any of its code."""
+    before = set(sys.modules)
+    assert main(["plan", REMOTE, "--out", str(tmp_path)]) == 0
+    plan = json.loads((tmp_path / "TinyRemoteForCausalLM.json").read_text())
+    assert plan["architecture"] == "TinyRemoteForCausalLM" and sorted(plan["targets"]) == ["TinyRemoteLayer"]
+    assert main(["explain", REMOTE]) == 0
+    assert "target TinyRemoteLayer" in capsys.readouterr().out
+    ran = [m for m in set(sys.modules) - before if "modeling_tiny" in m or "configuration_tiny" in m or "layers_tiny" in m]
+    assert ran == []
+
+
+def test_plan_a_users_class_by_module_path(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(REMOTE)))
+    assert main(["plan", "fixtures.remote_code.modeling_tiny:TinyRemoteForCausalLM", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "TinyRemoteForCausalLM.json").exists()
+
+
+def test_verify_a_model_folder_builds_it_and_says_so(capsys):
+    assert main(["verify", REMOTE]) == 0
+    captured = capsys.readouterr()
+    assert "runs the folder's code" in captured.err
+    assert "1 checked: 1 ok" in captured.out
+
+
+@pytest.mark.parametrize("spec", ["no.such.module:Model", "not a class:", "{missing}"])
+def test_a_user_class_that_is_not_there_is_one_line_and_exit_2(spec, tmp_path, capsys):
+    spec = spec.replace("{missing}", str(tmp_path))  # a folder without config.json
+    assert main(["plan", spec, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_model_folder_without_auto_map_is_one_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    assert main(["plan", str(tmp_path), "--out", str(tmp_path)]) == 2
+    assert "auto_map" in capsys.readouterr().err

@@ -257,8 +257,12 @@ def _keys_differ(expected: Iterable, actual: Iterable) -> str:
 
 
 def verify(architecture: str, *, attn_implementation: str = "eager", targets: list[str] | None = None,
-           config: Any = None, plan: Any = None, sample: str = "text", targets_from: str = "default") -> Verdict:
+           config: Any = None, plan: Any = None, sample: str = "text", targets_from: str = "default",
+           model: Any = None) -> Verdict:
     """Check one architecture end to end on a tiny model.
+
+    With `model` (a user's own class, built by the caller), that model is checked, and its class's own
+    source is analysed; `architecture` is only its label.
 
     `targets_from="llmcompressor"` takes the targets as llm-compressor's sequential pipeline
     chooses them when given none: the model's `_no_split_modules`, absent classes skipped.
@@ -274,11 +278,13 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     from staticexec.emit.emitter import Emitter
 
     start = time.perf_counter()
+    built = model
     given_plan = load_plan(plan) if plan is not None else None
     named = list(targets or [])  # the caller's own targets, each of which must run
     verdict = Verdict(architecture, "error")
     try:
-        model = build_tiny_model(architecture, attn_implementation=attn_implementation, config=config)
+        if model is None:
+            model = build_tiny_model(architecture, attn_implementation=attn_implementation, config=config)
     except TinyBuildError as exc:
         if "does not support an attention implementation" in str(exc):
             verdict.status = "n/a"
@@ -349,7 +355,8 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             verdict.status, verdict.reason = "unsplit", unsplit
             return verdict
         try:
-            the_plan = given_plan or analyse_architecture(architecture, targets, config=model.config)
+            the_plan = given_plan or (analyse_architecture(architecture, targets, config=model.config)
+                                      if built is None else _analyse_model(model, targets, architecture))
             subgraphs = Emitter(the_plan, model, sample).emit()
         except Refused as exc:
             verdict.status, verdict.reason = "refused", str(exc.first)
@@ -458,6 +465,17 @@ def _second_batch_verdict(model: Any, subgraphs: list, sample: dict, mode: str, 
             return "sample-bound", f"a second batch takes another branch: {_one_line(exc)}"
         return "mismatch", f"on a second batch, subgraphs raised {_one_line(exc)}"
     return ("mismatch", f"on a second batch: {problem}") if problem else ("ok", "")
+
+
+def _analyse_model(model: Any, targets: list[str], label: str) -> Any:
+    """The plan of a built model's own class, from its source (a user's class: not one of transformers')."""
+    from staticexec.api import analyse
+    from staticexec.analysis.source import ClassRef
+
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None)
+    return analyse(ClassRef(type(model).__module__, type(model).__qualname__), targets, config=config,
+                   architecture=label, model_types=[model_type] if model_type else None)
 
 
 def chain_problem(model: Any, subgraphs: list, sample: dict, log: _CallLog, own_calls: list, expected: Any) -> str:

@@ -1,0 +1,118 @@
+"""A user's own model class as the root of an analysis: `module.path:Class`, or a model folder.
+
+A model folder is laid out as transformers loads remote code (`trust_remote_code`): a `config.json`
+whose `auto_map` names the model class (`"AutoModelForCausalLM": "modeling_x.XForCausalLM"`), and
+its `modeling_*.py` and `configuration_*.py`, which may import each other relatively. The analysis
+reads the folder as a package of its own: a link to it under a fresh package name, in a folder put
+on `sys.path`, so `find_spec` and jedi find its files without running any of them (the package has
+no `__init__` to run; one that has is refused rather than imported).
+
+It sits in front of the pipeline, beside architectures.py: the cli names a root either way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from staticexec.analysis.source import ClassRef
+from staticexec.messages import UsageError
+
+# auto classes in the order a folder's model class is chosen from its auto_map
+AUTO_ORDER = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForVision2Seq", "AutoModelForSeq2SeqLM",
+              "AutoModelForSpeechSeq2Seq", "AutoModelForMultimodalLM", "AutoModel")
+LINKS = os.path.join(tempfile.gettempdir(), "staticexec-remote-code")
+
+
+@dataclass(frozen=True)
+class UserClass:
+    """A user's model class: where its source is, and for a folder the folder and its config.json."""
+
+    spec: str  # as the user named it
+    cls: ClassRef  # the class, under the module name the analysis reads it by
+    folder: str | None = None
+    auto_class: str | None = None  # the auto_map key it was chosen by (a folder)
+    config: dict | None = None  # the folder's config.json
+
+
+def is_user_class(spec: str) -> bool:
+    """Whether a name given where an architecture is expected names a user's class or folder instead."""
+    return ":" in spec or os.sep in spec or os.path.isdir(spec)
+
+
+def find_user_class(spec: str) -> UserClass:
+    """The class a `module.path:Class` or a model folder names; UsageError in one line when it names none."""
+    if os.path.isdir(spec):
+        return _from_folder(spec)
+    module, _, qualname = spec.partition(":")
+    if not module or not qualname or not all(p.isidentifier() for p in module.split(".") + qualname.split(".")):
+        raise UsageError(f"{spec!r}: name a class as module.path:Class, or a model folder with a config.json")
+    from staticexec.analysis.source import module_path
+
+    if module_path(module) is None:
+        raise UsageError(f"{spec!r}: no Python file for module {module!r} on sys.path")
+    return UserClass(spec, ClassRef(module, qualname))
+
+
+def _from_folder(folder: str) -> UserClass:
+    path = os.path.join(folder, "config.json")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except FileNotFoundError as exc:
+        raise UsageError(f"{folder}: a model folder needs a config.json") from exc
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: not a readable JSON config ({exc})") from exc
+    auto_map = config.get("auto_map") if isinstance(config, dict) else None
+    if not isinstance(auto_map, dict):
+        raise UsageError(f"{path}: no auto_map naming the model class (the layout transformers loads remote code from)")
+    key = next((k for k in AUTO_ORDER if isinstance(auto_map.get(k), (str, list))), None)
+    if key is None:
+        raise UsageError(f"{path}: auto_map names no model class ({', '.join(sorted(auto_map)) or 'empty'})")
+    value = auto_map[key]
+    value = value[0] if isinstance(value, list) else value
+    reference = value.split("--")[-1]  # "repo--modeling_x.Class" names another repository's file
+    module, _, name = reference.rpartition(".")
+    if not module or not os.path.exists(os.path.join(folder, *module.split(".")) + ".py"):
+        raise UsageError(f"{path}: auto_map's {key} is {value!r}, but the folder has no {module or reference}.py")
+    if os.path.exists(os.path.join(folder, "__init__.py")):
+        raise UsageError(f"{folder}: has an __init__.py, which reading the folder as a package would run; "
+                         "name the class as module.path:Class instead")
+    package = _package(folder)
+    return UserClass(folder, ClassRef(f"{package}.{module}", name), os.path.realpath(folder), key, config)
+
+
+def _package(folder: str) -> str:
+    """A package name of the folder's own, linked under LINKS (on sys.path), so nothing shadows or is shadowed."""
+    real = os.path.realpath(folder)
+    stem = re.sub(r"\W", "_", os.path.basename(real)) or "model"
+    package = f"staticexec_remote_{stem}_{hashlib.sha256(real.encode()).hexdigest()[:8]}"
+    os.makedirs(LINKS, exist_ok=True)
+    link = os.path.join(LINKS, package)
+    if os.path.realpath(link) != real:
+        if os.path.lexists(link):
+            os.remove(link)
+        os.symlink(real, link)
+    if LINKS not in sys.path:
+        sys.path.append(LINKS)
+    return package
+
+
+def analysis_config(user: UserClass, given: Any = None) -> Any:
+    """The config the resolver reads: the one given, else the folder's config.json as a plain config
+    (its model type may be unknown to transformers; nested `*_config` dicts become configs too)."""
+    if given is not None or user.config is None:
+        return given
+    from transformers import PretrainedConfig
+
+    def build(data: dict) -> Any:
+        return PretrainedConfig(**{k: build(v) if k.endswith("_config") and isinstance(v, dict) else v
+                                   for k, v in data.items() if k != "auto_map"})
+
+    return build(user.config)

@@ -47,10 +47,13 @@ def _overlaps(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
 
 
 class _Reads:
-    """`self.<path>` and global names read where they decide target calls: conditions, loop headers, callees."""
+    """`self.<path>` and global names read where they decide target calls: conditions, loop headers, callees.
+
+    An attribute read is kept with the class of the `self` it is read from: a write to `self.layers`
+    in a cache class says nothing about the `self.layers` a model class loops over."""
 
     def __init__(self) -> None:
-        self.attrs: set[tuple[str, ...]] = set()
+        self.attrs: set[tuple[object, tuple[str, ...]]] = set()
         self.globals: set[str] = set()
 
     def add(self, node: cst.CSTNode, analysis: FunctionAnalysis, self_name: str | None) -> None:
@@ -63,7 +66,7 @@ class _Reads:
                 continue
             base, attrs = path
             if base == self_name and attrs:
-                self.attrs.add(attrs)
+                self.attrs.add((analysis.self_class, attrs))
             elif base in declared or (base not in ctx.locals and base not in ctx.params and not hasattr(builtins, base)):
                 self.globals.add(base)
 
@@ -156,7 +159,8 @@ def mutation_refusals(graph: CallGraph, builder: CallGraphBuilder, reaching: set
                 if whole or not attrs:
                     why = "an attribute of the module, by a name"
                 else:
-                    hit = next((r for r in sorted(reads.attrs) if _overlaps(r, attrs)), None)
+                    related = _related(builder, graph, analysis.self_class)
+                    hit = next((r for c, r in sorted(reads.attrs, key=str) if c in related and _overlaps(r, attrs)), None)
                     if hit is not None:
                         why = f"`{self_name}.{'.'.join(attrs)}`, read at a target call or in a condition or loop"
                     elif builder._reaches_target(builder.resolver.attribute(analysis.self_class, attrs[0])):
@@ -174,6 +178,16 @@ def mutation_refusals(graph: CallGraph, builder: CallGraphBuilder, reaching: set
                 code = " ".join(ctx.code(node).split())[:120]
                 out.append(MutatedState(ctx.sf.relpath, ctx.line(node), f"`{code}` {how} {why}"))
     return out
+
+
+def _related(builder: CallGraphBuilder, graph: CallGraph, cls: object) -> set:
+    """The classes whose `self` may be the same object as `cls`'s: itself, its bases and its subclasses
+    among the analysed ones (a method of a base class reads the attributes of a subclass's instance)."""
+    if cls is None:
+        return {None}
+    mro = set(builder.resolver.mro(cls))
+    analysed = {a.self_class for a in graph.functions.values()}
+    return mro | {c for c in analysed if c is not None and cls in builder.resolver.mro(c)}
 
 
 def _declared_global(fn: cst.FunctionDef) -> set[str]:

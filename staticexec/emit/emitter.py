@@ -36,6 +36,7 @@ from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.cut import Step, build_subgraphs
 from staticexec.emit.imported import running_code_refusal
+from staticexec.emit.linearize import CannotLinearize, linearize
 from staticexec.emit.run import arm_target_check
 
 RUNTIME = "_sx"
@@ -349,6 +350,7 @@ class Emitter:
         self.decisions: dict[tuple[str, int], int] = {}  # how often each `if` was decided so far
         self._code_checked: dict[tuple[int, str], Message | None] = {}
         self._selected: set[int] | None = None  # ids of the modules `watched` names
+        self.temps = 0  # statements taken apart so far (their temporaries' names)
         self.live: dict[str, tuple[dict, str]] = {}  # global of the subgraphs -> (module namespace, name) it reads
 
     # ----- entry point ---------------------------------------------------------------------
@@ -828,6 +830,10 @@ class Emitter:
     def _target(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
         line = entry.first
         call = self._call_node(stmt, entry)
+        several = self._target_calls(frame, stmt)
+        if len(several) > 1:
+            self._targets_apart(frame, stmt, several, line)
+            return
         runs, choose = self._expression_guards(frame, stmt, call, line)
         if not runs:
             self._skipped(frame, stmt, line, choose)
@@ -843,6 +849,47 @@ class Emitter:
         self.called_targets.append(path)
         code = self._returning(frame, stmt, choose=choose)
         self._add(frame, code, line, target=self.paths[id(module)])
+        self._forget_stores(frame, stmt)
+
+    def _target_calls(self, frame: Frame, stmt: cst.CSTNode) -> list[tuple[cst.Call, Any]]:
+        """The calls of a statement whose callee is a target module at emit time, with the module."""
+        out = []
+        for call in cached_calls(stmt):
+            try:
+                module = evaluate(_code(call.func), frame.values, frame.module_globals)
+            except Undecidable:
+                continue
+            if _is_module(module) and type(module).__name__ in self.targets:
+                out.append((call, module))
+        return out
+
+    def _targets_apart(self, frame: Frame, stmt: cst.CSTNode, calls: list[tuple[cst.Call, Any]], line: int) -> None:
+        """A statement that calls several targets (every Linear of an MLP): taken apart in Python's evaluation
+        order (linearize.py), each target call a statement of its own, so a subgraph can start at each."""
+        for call, _ in calls:
+            if list(expression_guards(stmt, call)):
+                raise Refused([UnsupportedStatement(frame.planned.path, line, "a target call inside a conditional "
+                                                    "expression or `and` / `or`, among several target calls")])
+        funcs = [_code(call.func.visit(_Rewrite(frame.rename))).strip() for call, _ in calls]
+        self.temps += 1
+        try:
+            pieces = linearize(rewritten(stmt, frame.rename).strip(), funcs, f"lin__{self.temps}_")
+        except CannotLinearize as exc:
+            raise Refused([UnsupportedStatement(frame.planned.path, line, f"several target calls in one statement: {exc}")]) from exc
+        for piece in pieces:
+            code = piece.code
+            target = None
+            if piece.target is not None:
+                module = calls[funcs.index(piece.target)][1]
+                path = self._path_expr(module)
+                if path in self.called_targets:
+                    raise Refused([UnsupportedStatement(frame.planned.path, line, f"{path} would be called twice")])
+                self.called_targets.append(path)
+                target = self.paths[id(module)]
+            elif code.startswith("return"):
+                code = f"{frame.result} = {code[len('return'):].strip() or 'None'}\n"
+                frame.returned = True
+            self._add(frame, code, line, target=target)
         self._forget_stores(frame, stmt)
 
     def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[cst.Call, str] | None = None, choose: tuple = ()) -> str:

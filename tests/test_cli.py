@@ -182,7 +182,7 @@ def test_a_config_its_class_rejects_is_one_line_and_exit_2(command, tmp_path, ca
     assert len(err.splitlines()) == 1 and "config.json" in err and "Traceback" not in err
 
 
-REMOTE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "remote_code")
+REMOTE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "remote_code", "tiny_causal")
 
 
 def test_plan_and_explain_a_model_folder_from_source_alone(tmp_path, capsys):
@@ -199,8 +199,8 @@ def test_plan_and_explain_a_model_folder_from_source_alone(tmp_path, capsys):
 
 
 def test_plan_a_users_class_by_module_path(tmp_path, monkeypatch):
-    monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(REMOTE)))
-    assert main(["plan", "fixtures.remote_code.modeling_tiny:TinyRemoteForCausalLM", "--out", str(tmp_path)]) == 0
+    monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(os.path.dirname(REMOTE))))
+    assert main(["plan", "fixtures.remote_code.tiny_causal.modeling_tiny:TinyRemoteForCausalLM", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "TinyRemoteForCausalLM.json").exists()
 
 

@@ -33,6 +33,7 @@ class Case:
     ignore: list[str] = field(default_factory=lambda: ["lm_head"])
     quant_targets: list[str] = field(default_factory=lambda: ["Linear"])
     input_names: list[str] = field(default_factory=lambda: ["input_ids", "attention_mask"])  # "already tokenized"
+    remote_code: str | None = None  # a model folder laid out as remote code; model_class is then its auto class
 
 
 def _tokens(n: int = SAMPLES, seq: int = SEQ, seed: int = 1, low: int = 3) -> list[list[int]]:
@@ -158,11 +159,33 @@ def load(case: Case, folder: str):
     """A seeded random model of the case, saved and loaded back (oneshot reads `name_or_path`)."""
     import transformers
 
+    if case.remote_code is not None:
+        return _load_remote_code(case, folder)
     cls = getattr(transformers, case.model_class)
     torch.manual_seed(0)
     cls(case.config()).eval().save_pretrained(folder)
     tokenizer(case.input_names).save_pretrained(folder)
     return cls.from_pretrained(folder, dtype=torch.float32).eval()
+
+
+def _load_remote_code(case: Case, folder: str):
+    """The folder's model built with its own code (trust_remote_code), saved with it and loaded back.
+
+    The copy keeps the folder's name, so every load of the same code is the same module of
+    transformers' module cache."""
+    import os
+    import shutil
+
+    import transformers
+
+    folder = os.path.join(folder, os.path.basename(case.remote_code))
+    shutil.copytree(case.remote_code, folder)
+    auto = getattr(transformers, case.model_class)
+    config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
+    torch.manual_seed(0)
+    auto.from_config(config, trust_remote_code=True).eval().save_pretrained(folder)
+    tokenizer(case.input_names).save_pretrained(folder)
+    return auto.from_pretrained(folder, trust_remote_code=True, dtype=torch.float32).eval()
 
 
 @dataclass

@@ -136,10 +136,11 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--attn", choices=["eager", "sdpa", "both"], default="eager",
                     help="attention implementation(s) to verify with (default: eager)")
     sample_option(sp)
-    sp.add_argument("--targets-from", choices=["default", "llmcompressor"], default="default",
+    sp.add_argument("--targets-from", choices=["default", "llmcompressor", "linear", "sublayer"], default="default",
                     help="without --targets: default, the outermost _no_split_modules classes the model holds; "
                          "llmcompressor, the model's _no_split_modules as llm-compressor's pipeline passes them, "
-                         "absent classes skipped (default: default)")
+                         "absent classes skipped; linear, every Linear (and Conv1D); sublayer, the attention and "
+                         "MLP (or MoE) classes of the layers (default: default)")
     sp.add_argument("--all", action="store_true", help="every architecture of --task, each in a worker process")
     sp.add_argument("--task", default="causal-lm", choices=sorted(TASKS),
                     help="with --all: which auto mapping to sweep (default: causal-lm)")

@@ -139,9 +139,18 @@ NAME_CASES = [
         steps("y = x", ("h = layer0(y)", "layers.0"), "z = h", ("h = layer1(z)", "layers.1"), "out = h"),
         ["x"], ["x | y | x", "y | z | y", "z | out | z"], id="only-what-a-later-piece-reads-is-returned"),
     pytest.param(
-        steps("keep = x", ("h = layer0(x)", "layers.0"), ("h = layer1(h)", "layers.1"), "out = h + keep"),
+        steps("keep = x + 1", ("h = layer0(x)", "layers.0"), ("h = layer1(h)", "layers.1"), "out = h + keep"),
         ["x"], ["x | keep x | ", "x | h | x", "h keep | out | h keep"],
         id="a-name-skips-a-piece-that-does-not-read-it"),
+    pytest.param(
+        steps("keep = x", ("h = layer0(x)", "layers.0"), ("h = layer1(h)", "layers.1"), "out = h + keep"),
+        ["x"], ["x | keep x | ", "keep x | h keep | x", "h keep | out | h keep"],
+        id="a-name-that-may-hold-an-inputs-object-comes-in-and-leaves-with-it"),
+    pytest.param(
+        steps("kw = {'cache': c if flag else None}", "cache = kw.pop('cache')", ("h = layer0(x, cache)", "layers.0"),
+              ("h = layer1(h)", "layers.1"), "out = h + len(c)"),
+        ["c", "flag", "x"], ["c flag | c cache | flag", "c cache x | c h | cache x", "c h | out | c h"],
+        id="an-argument-bound-through-a-keyword-dict-is-carried-with-the-callers-name"),
 ]
 
 

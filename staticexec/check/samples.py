@@ -6,6 +6,7 @@ Multimodal samples (an image, audio) are built on these in multimodal.py and aud
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -102,3 +103,25 @@ def alternative_samples(model: nn.Module) -> list[dict]:
     if isinstance(codebooks, int) and codebooks > 1:
         out.append(sample_inputs(model, codebook_rows=True))
     return out
+
+
+# the parts of a decoder layer a finer split takes as targets: its attention and its MLP (or MoE block)
+SUBLAYER = re.compile(r"(Attention|Attn|MLP|Mlp|MoE|Moe|FeedForward|FFN|Experts)$")
+
+
+def linear_targets(model: nn.Module) -> list[str]:
+    """Every Linear, as llm-compressor's users name them (`["Linear"]`, subclasses matched by their MRO),
+    and transformers' Conv1D where the model has it (GPT-2's projections)."""
+    names = {cls.__name__ for m in model.modules() for cls in type(m).__mro__}
+    return ["Linear"] + (["Conv1D"] if "Conv1D" in names else [])
+
+
+def sublayer_targets(model: nn.Module) -> list[str]:
+    """The attention and MLP (or MoE) classes held directly by the model's default target layers: the
+    targets of a split finer than one decoder layer. [] when the layers hold none by those names."""
+    layers = set(default_targets(model))
+    out = set()
+    for module in model.modules():
+        if type(module).__name__ in layers:
+            out.update(type(child).__name__ for child in module.children() if SUBLAYER.search(type(child).__name__))
+    return sorted(out)

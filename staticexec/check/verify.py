@@ -265,7 +265,8 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
     source is analysed; `architecture` is only its label.
 
     `targets_from="llmcompressor"` takes the targets as llm-compressor's sequential pipeline
-    chooses them when given none: the model's `_no_split_modules`, absent classes skipped.
+    chooses them when given none: the model's `_no_split_modules`, absent classes skipped;
+    `"linear"` every Linear (and Conv1D); `"sublayer"` the attention and MLP classes of the layers.
     Targets named by the caller must each run on the sample; chosen ones, at least one of them.
     A `plan` given is the caller's input: a malformed or stale one raises its `UsageError`.
     """
@@ -304,6 +305,19 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
             return verdict
         try:  # as the pipeline does: absent classes skipped, none matching is an error
             targets = list(select_targets(model, declared, warn=False).classes)
+        except UsageError as exc:
+            verdict.status, verdict.reason = "no-target", str(exc)
+            return verdict
+    if targets_from in ("linear", "sublayer") and not targets:
+        from staticexec.check.samples import linear_targets, sublayer_targets
+
+        chosen = linear_targets(model) if targets_from == "linear" else sublayer_targets(model)
+        if not chosen:
+            verdict.status = "n/a"
+            verdict.reason = f"{architecture}'s layers hold no attention or MLP class to split at"
+            return verdict
+        try:
+            targets = list(select_targets(model, chosen, warn=False).classes)
         except UsageError as exc:
             verdict.status, verdict.reason = "no-target", str(exc)
             return verdict

@@ -216,6 +216,35 @@ def _carry_aliases(pieces: list[Piece], together: dict[str, set[str]], before: d
                         piece.definite_outputs.add(other)
 
 
+def _holders(value: ast.AST) -> list[str]:
+    """The names whose objects `value` may be or hang off: `h`, `h.cache`, `h[i]`, `h.view(...)`, either side
+    of `a if c else b` or of `a or b`."""
+    if isinstance(value, ast.IfExp):
+        return _holders(value.body) + _holders(value.orelse)
+    if isinstance(value, ast.BoolOp):
+        return [n for v in value.values for n in _holders(v)]
+    while isinstance(value, (ast.Attribute, ast.Subscript)) or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _VIEWS):
+        value = value.func.value if isinstance(value, ast.Call) else value.value
+    return [value.id] if isinstance(value, ast.Name) else []
+
+
+@lru_cache(maxsize=65536)
+def _object_aliases(code: str) -> tuple[tuple[str, str], ...]:
+    """(name, other) for every assignment in the code, at any depth, of a name to an object another name
+    holds or reaches (`cache = past_key_values.self_attention_cache if ... else past_key_values`)."""
+    out = []
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Assign):
+            bases = _holders(node.value)
+            for target in node.targets:
+                out += [(t, b) for t in _target_names(target) for b in bases]
+                if isinstance(node.value, ast.Dict) and isinstance(target, ast.Name):  # a call's keyword dict
+                    out += [(f"{target.id}[{k.value!r}]", b) for k, v in zip(node.value.keys, node.value.values)
+                            if isinstance(k, ast.Constant) for b in _holders(v)]
+    return tuple(out)
+
+
 def _alias_groups(steps: list[Step]) -> dict[str, set[str]]:
     """Names that may hold the same object somewhere in the program (`a = b`, a view, a keyword binding),
     flow-insensitively: name -> the other names of its group."""
@@ -226,11 +255,15 @@ def _alias_groups(steps: list[Step]) -> dict[str, set[str]]:
             n = parent[n]
         return n
 
+    seen: set[str] = set()
     for step in steps:
-        for name, base in _names(step.code).aliases:
-            parent[find(name)] = find(base)
+        for name, base in _names(step.code).aliases + _object_aliases(step.code):
+            seen.update((name, base))
+            a, b = find(name), find(base)
+            if a != b:
+                parent[a] = b
     groups: dict[str, set[str]] = {}
-    for n in list(parent):
+    for n in seen:
         groups.setdefault(find(n), set()).add(n)
     out: dict[str, set[str]] = {}
     for members in groups.values():

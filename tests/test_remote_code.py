@@ -66,11 +66,6 @@ def _folder_param(name: str, broken: dict[str, str]):
 # What planning from source alone gets wrong today: each test below that
 # fails for a folder says why, and starts passing (failing the strict xfail) when it is fixed.
 PLAN_BROKEN = {
-    # vision_vlm.py is a sibling of the auto_map module, imported relatively; read from source its
-    # classes are known by the bare module name `vision_vlm`, whose source the analysis does not find:
-    # the tower's layers are not seen, and the default targets are the text layers only (no message)
-    "vlm_tower": "the default targets drop TinyVisionEncoderLayer: the tower's file, a sibling imported "
-                 "relatively, is read as module `vision_vlm`, without the folder's package",
     # `self.layers = ModuleList([build_layer(i + 1) ...])`, build_layer a function nested in __init__:
     # the analysis finds no source for it, so no GLMBlock is held; the message says the class
     # "declares no _no_split_modules", which it does (ChatGLMPreTrainedModel), and names no line
@@ -91,8 +86,6 @@ def test_each_folder_is_planned_from_the_command_line_from_source_alone(folder, 
     assert ran == []  # no file of the folder was imported (its package, which has no __init__, may be)
 
 
-@pytest.mark.xfail(strict=True, reason=PLAN_BROKEN["vlm_tower"] + "; with both layer classes given, exit 1: "
-                   "'target class TinyVisionEncoderLayer is not called from TinyVlmForCausalLM'")
 def test_a_vlm_folder_is_planned_with_its_vision_and_text_layers_as_targets(tmp_path):
     folder = FOLDERS["vlm_tower"]
     assert main(["plan", folder.path, "--targets", *folder.targets, "--out", str(tmp_path)]) == 0
@@ -107,7 +100,7 @@ def test_a_folder_whose_blocks_the_analysis_cannot_follow_is_refused_with_file_a
     assert main(["plan", folder.path, "--targets", *folder.targets, "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     reasons = err[err.index("staticexec: refused:") + 1:]
-    assert reasons and all(re.match(r"\s+modeling_chatglm\.py:\d+: ", line) for line in reasons), err
+    assert reasons and all(re.match(r"\s+(glm_blocks/)?modeling_chatglm\.py:\d+: ", line) for line in reasons), err
 
 
 def test_the_base_model_of_a_folder_is_planned_by_module_path(tmp_path, monkeypatch):

@@ -12,7 +12,6 @@ It sits in front of the pipeline, beside architectures.py: the cli names a root 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -27,7 +26,7 @@ from staticexec.messages import UsageError
 # auto classes in the order a folder's model class is chosen from its auto_map
 AUTO_ORDER = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForVision2Seq", "AutoModelForSeq2SeqLM",
               "AutoModelForSpeechSeq2Seq", "AutoModelForMultimodalLM", "AutoModel")
-LINKS = os.path.join(tempfile.gettempdir(), "staticexec-remote-code")
+LINKS: list = []  # the folder of links this process puts on sys.path, made on first use
 
 
 @dataclass(frozen=True)
@@ -89,18 +88,27 @@ def _from_folder(folder: str) -> UserClass:
 
 
 def _package(folder: str) -> str:
-    """A package name of the folder's own, linked under LINKS (on sys.path), so nothing shadows or is shadowed."""
+    """A package name of the folder's own, linked in a folder of this process's on sys.path, so nothing
+    shadows or is shadowed. It is named after the folder alone (`staticexec_remote_<name>`), so a plan of
+    the folder is the same wherever it lies. Its files are read now, under their names in the package,
+    so what one imports from a sibling (`from .layers import Block`) is found as the package's."""
+    from staticexec.analysis.source import load_file
+
     real = os.path.realpath(folder)
-    stem = re.sub(r"\W", "_", os.path.basename(real)) or "model"
-    package = f"staticexec_remote_{stem}_{hashlib.sha256(real.encode()).hexdigest()[:8]}"
-    os.makedirs(LINKS, exist_ok=True)
-    link = os.path.join(LINKS, package)
-    if os.path.realpath(link) != real:
-        if os.path.lexists(link):
-            os.remove(link)
+    if not LINKS:
+        LINKS.append(tempfile.mkdtemp(prefix="staticexec-remote-code-"))
+        sys.path.append(LINKS[0])
+    stem = "staticexec_remote_" + (re.sub(r"\W", "_", os.path.basename(real)) or "model")
+    package, n = stem, 1
+    while os.path.lexists(os.path.join(LINKS[0], package)) and os.path.realpath(os.path.join(LINKS[0], package)) != real:
+        n += 1
+        package = f"{stem}_{n}"
+    link = os.path.join(LINKS[0], package)
+    if not os.path.lexists(link):
         os.symlink(real, link)
-    if LINKS not in sys.path:
-        sys.path.append(LINKS)
+    for name in sorted(os.listdir(real)):
+        if name.endswith(".py") and name[:-3].isidentifier():
+            load_file(os.path.join(real, name), f"{package}.{name[:-3]}", f"{os.path.basename(real)}/{name}")
     return package
 
 

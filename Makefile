@@ -43,6 +43,9 @@ coverage: install
 	# targets as llm-compressor's sequential pipeline chooses them (the model's _no_split_modules)
 	for task in causal-lm image-text-to-text multimodal-lm seq2seq-lm speech-seq2seq; do \
 		$(BIN)/staticexec verify --all --task $$task --targets-from llmcompressor --report docs/coverage.md || test $$? -eq 1 || exit 1; done
+	# finer than a decoder layer: every Linear, and the attention and MLP classes of the layers
+	for targets in linear sublayer; do \
+		$(BIN)/staticexec verify --all --task causal-lm --targets-from $$targets --report docs/coverage.md || test $$? -eq 1 || exit 1; done
 
 plans: install
 	$(BIN)/staticexec plan --all --out staticexec/shipped/transformers-$(TRANSFORMERS_VERSION)

@@ -79,6 +79,7 @@ class CallSite:
     args_hold_targets: bool = False
     receiver_is_self: bool = False
     hides_target: str = ""  # why this call may run a target where the analysis can't see it
+    pruned: tuple[str, ...] = ()  # classes it calls that were not analysed: no target was found below them
 
 
 @dataclass
@@ -257,6 +258,7 @@ class CallGraphBuilder:
         targets: list[str] = []
         edges: list[tuple[str, dict[str, Value]]] = []
         unresolved = []
+        pruned: list[str] = []
         for atom in sorted(func_value, key=repr):
             if isinstance(atom, Instance):
                 cls = atom.cls
@@ -272,6 +274,7 @@ class CallGraphBuilder:
                     continue
                 if not self.may_hold_target(cls) and not any(_holds_target(v, self) for v in arg_values):
                     self.pruned.add(cls)  # emission checks that no target sits below these
+                    pruned.append(str(cls))
                     continue
                 fwd = self.resolver.find_method(cls, "forward")
                 if fwd is None or self.resolver.is_external(fwd.module):
@@ -339,6 +342,7 @@ class CallGraphBuilder:
             args_hold_targets=args_hold_targets,
             receiver_is_self=receiver_is_self,
             hides_target=hidden,
+            pruned=tuple(sorted(set(pruned))),
         )
         return site, edges
 

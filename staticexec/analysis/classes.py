@@ -25,6 +25,15 @@ CONTAINERS = {
 
 # methods that add a module to a container stored on self: `self.layers.append(...)` stores to `layers`
 GROWING_METHODS = ("append", "extend", "insert", "add_module")
+# calls that store an attribute of the object by name (`setattr(self, "x", v)`, `self.add_module("x", v)`):
+# not followed, but a read of such an attribute is not said to be "never set"
+NAMED_STORES = ("setattr", "add_module", "register_module")
+# nn.Module methods that return the module itself: `self.m = self.m.to(dtype)` keeps what self.m held
+SELF_RETURNING = frozenset({
+    "to", "float", "half", "double", "bfloat16", "cuda", "cpu", "xpu", "ipu", "mtia", "eval", "train",
+    "requires_grad_", "type", "to_empty", "apply", "share_memory",
+})
+TORCH_MODULE = ("torch.nn.modules.module", "Module")
 
 
 class ClassIndex:
@@ -33,6 +42,7 @@ class ClassIndex:
     def __init__(self) -> None:
         self.names = shared_names()
         self._mro: dict[ClassRef, list[ClassRef]] = {}
+        self._unread: dict[ClassRef, str] = {}
 
     # ----- classes -------------------------------------------------------------------------
 
@@ -59,6 +69,31 @@ class ClassIndex:
             if defn is not None and defn.kind == "class":
                 out.append(ClassRef(defn.module, defn.qualname))
         return out
+
+    def unread_class(self, ref: ClassRef) -> str:
+        """Why the class's MRO may hold code the analysis has not read: a class whose source is not
+        found, or a base jedi does not resolve to a class; '' when it read them all."""
+        cached = self._unread.get(ref)
+        if cached is None:
+            cached = self._unread[ref] = self._find_unread(ref)
+        return cached
+
+    def _find_unread(self, ref: ClassRef) -> str:
+        for c in self.mro(ref):
+            if self.is_external(c.module):
+                continue
+            found = self.class_def(c)
+            if found is None:
+                return f"the source of {c.name} ({c.module}) is not found"
+            sf, node = found
+            for base in node.bases:
+                target = base
+                while isinstance(target, ast.Subscript):
+                    target = target.value
+                defn = self.names.goto_module_scope(sf, target)
+                if defn is None or defn.kind != "class":
+                    return f"{c.name}'s base `{ast.unparse(base)[:60]}` is not resolved"
+        return ""
 
     def mro(self, ref: ClassRef) -> list[ClassRef]:
         """Python's C3 linearisation over the statically resolved bases."""
@@ -89,6 +124,10 @@ class ClassIndex:
     def is_container(self, ref: ClassRef) -> bool:
         """Whether a class is, or derives from, a torch module container (`CONTAINERS`)."""
         return any((c.module, c.name) in CONTAINERS for c in self.mro(ref))
+
+    def is_module(self, ref: ClassRef) -> bool:
+        """Whether a class derives from `torch.nn.Module` (a Parameter or a buffer does not)."""
+        return any((c.module, c.name) == TORCH_MODULE for c in self.mro(ref))
 
     def is_autograd_function(self, cls: ClassRef) -> bool:
         """Whether a class derives from `torch.autograd.Function`."""
@@ -122,6 +161,10 @@ class ClassIndex:
     def is_property(self, fref: FunctionRef) -> bool:
         """Whether a function is decorated `@property` or `@cached_property`."""
         return self._decorated(fref, ("property", "cached_property"))
+
+    def is_staticmethod(self, fref: FunctionRef) -> bool:
+        """Whether a function is decorated `@staticmethod`."""
+        return self._decorated(fref, ("staticmethod",))
 
     def is_classmethod(self, fref: FunctionRef) -> bool:
         """Whether a function is decorated `@classmethod`."""
@@ -164,6 +207,45 @@ class ClassIndex:
             stores[node] = index
         return index
 
+    def named_stores(self, cls: ClassRef) -> list[tuple[str | None, str]]:
+        """The stores on `self` that the class's model code makes by name, which the resolver does not
+        follow (`setattr(self, name, v)`, `self.add_module(name, v)`, `self.__dict__[...]`): per store,
+        the name when it is a constant (None when computed at run time) and `Class.method line N: code`."""
+        out: list[tuple[str | None, str]] = []
+        for c in self.mro(cls):
+            if self.is_external(c.module) or is_framework(c.module):
+                continue
+            found = self.class_def(c)
+            if found is None:
+                continue
+            out += self._named_stores_in(c, found[1])
+        return out
+
+    def _named_stores_in(self, cls: ClassRef, node: ast.ClassDef) -> list[tuple[str | None, str]]:
+        """`named_stores` of one class body (one walk per class body, kept by the session)."""
+        table = current().table("classes.named_stores")
+        found = table.get(node)
+        if found is None:
+            found = table[node] = [
+                (name, f"{cls.name}.{item.name} line {site.lineno}: `{ast.unparse(site)[:80]}`")
+                for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                for site, name in _named_store_sites(item)
+            ]
+        return found
+
+    def external_setter(self, cls: ClassRef, attr: str) -> ClassRef | None:
+        """The base class outside the analysed code (torch's `nn.Embedding`, `nn.Module`) whose methods
+        store `self.<attr>`, by assignment or by a constant name; None when none does or none can be read."""
+        for c in self.mro(cls):
+            if not self.is_external(c.module) or c.module == "builtins":
+                continue
+            found = self.class_def(c)
+            if found is None:
+                continue
+            if attr in self._storing_methods(c, found[1]) or any(n == attr for n, _ in self._named_stores_in(c, found[1])):
+                return c
+        return None
+
     def attribute_names(self, cls: ClassRef) -> list[str]:
         """Names stored as `self.<name>` by the class's model code (framework mixins hold no submodules)."""
         names: list[str] = []
@@ -177,6 +259,47 @@ class ClassIndex:
                 if name not in names:
                     names.append(name)
         return names
+
+
+def _stored_name(node: ast.Call) -> ast.expr | None:
+    """The name argument of a call that stores an attribute of self by name, else None:
+    `setattr(self, name, v)`, `object.__setattr__(self, name, v)`, `self.add_module(name, v)`,
+    `self.register_module(name, v)`, `super().__setattr__(name, v)` (as torch's nn.Module does)."""
+    f, args = node.func, node.args
+    self_first = bool(args) and isinstance(args[0], ast.Name) and args[0].id == "self"
+    if isinstance(f, ast.Name) and f.id == "setattr":
+        return args[1] if self_first and len(args) >= 3 else None
+    if not isinstance(f, ast.Attribute):
+        return None
+    if f.attr == "__setattr__" and isinstance(f.value, ast.Name) and f.value.id == "object":
+        return args[1] if self_first and len(args) >= 3 else None
+    if f.attr == "__setattr__" and isinstance(f.value, ast.Call) and isinstance(f.value.func, ast.Name) \
+            and f.value.func.id == "super":
+        return args[0] if len(args) >= 2 else None
+    if f.attr in NAMED_STORES and f.attr != "setattr":
+        if isinstance(f.value, ast.Name) and f.value.id == "self" and len(args) >= 2:
+            return args[0]
+    return None
+
+
+def _named_store_sites(fn: ast.FunctionDef) -> list[tuple[ast.AST, str | None]]:
+    """The stores on self by name in a function, in source order: the node, and the name when it is
+    a string constant."""
+    out: list[tuple[ast.AST, str | None]] = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call):
+            name = _stored_name(node)
+            if name is not None:
+                constant = isinstance(name, ast.Constant) and isinstance(name.value, str)
+                out.append((node, name.value if constant else None))
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "__dict__"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+        ):
+            out.append((node, None))
+    return sorted(out, key=lambda item: (item[0].lineno, item[0].col_offset))
 
 
 def _stored_self_attrs(fn: ast.FunctionDef) -> set[str]:

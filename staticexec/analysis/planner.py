@@ -9,6 +9,8 @@ statements, or an `if` whose early `return` decides whether they run) or
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -32,7 +34,8 @@ from staticexec.analysis.mutations import mutation_refusals
 from staticexec.analysis.plan import SCHEMA_VERSION, Call, Condition, Control, Decided, Function, Kind, Plan, Statement, Unresolved
 from staticexec.analysis.resolve import Resolver
 from staticexec.analysis.scopes import children, walk
-from staticexec.analysis.source import ClassRef
+from staticexec.analysis.classes import is_framework
+from staticexec.analysis.source import ClassRef, load_module
 
 COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar) if hasattr(cst, "TryStar") else (
     cst.If, cst.For, cst.While, cst.With, cst.Try,
@@ -185,8 +188,10 @@ class FunctionPlanner:
         if not isinstance(stmt, COMPOUND):
             if not targets and not ancestors:
                 return opaque
-            if len(targets) + len(ancestors) > 1:
-                self.refuse(UnsupportedStatement, stmt, "one statement makes several reaching calls; it can't be cut between them")
+            if ancestors and len(targets) + len(ancestors) > 1:
+                self.refuse(UnsupportedStatement, stmt, "one statement makes several reaching calls, one of them into "
+                            "code that reaches a target; it can't be cut between them")
+            # several target calls and nothing else that reaches: emission takes the statement apart (linearize.py)
             for site, _ in targets + ancestors:
                 self.refuse_guarded_call(stmt, site)
             site, index = (targets or ancestors)[0]
@@ -421,6 +426,59 @@ def _site_call(site: CallSite, reaching: set[str], index: int) -> Call:
                 callees=tuple(c for c in site.callees if c in reaching))
 
 
+# files beside the root's that are searched for a target class (a model folder holds a few)
+MAX_FOLDER_FILES = 200
+
+
+def _path_doubts(graph: CallGraph, resolver: Resolver, root: ClassRef, targets: list[str]) -> list[Message]:
+    """Why "no call path" can't be said when the root reaches no target along the calls the analysis
+    followed: the calls it could not resolve, and the called classes it did not analyse (no target
+    was found below them) whose attributes did not all resolve. Each could be the path. Asked only
+    when a target class is defined where the analysis looked (a name defined nowhere it looked, such
+    as a misspelt one, leaves "no call path" true)."""
+    modules = {root.module} | {a.ref.module for a in graph.functions.values()} | {c.module for c in graph.pruned}
+    if not _defined_in(targets, modules, root):
+        return []
+    out: list[Message] = []
+    for analysis in graph.functions.values():
+        if is_framework(analysis.ref.module):
+            continue  # transformers' utilities construct no modules and call only what they are given
+        for site in analysis.calls.values():
+            if site.unresolved:
+                out.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line,
+                                          f"`{site.code}`: {site.unresolved}; no call the analysis followed reaches a "
+                                          "target, so this one might"))
+            for name in site.pruned:
+                why = resolver.unknowns_below(ClassRef.parse(name))
+                if why:
+                    out.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line,
+                                              f"`{site.code}` calls {name.rpartition(':')[2]}, not analysed as no target "
+                                              f"was found below it, but {why}"))
+    return sorted(set(out), key=lambda m: (m.path, m.line, m.kind, m.detail))
+
+
+def _defined_in(targets: list[str], modules: set[str], root: ClassRef) -> bool:
+    """Whether a class named like a target is defined in one of `modules` or in a file beside the root's."""
+    names = {t.rpartition(".")[2] for t in targets}
+    for module in sorted(modules):
+        sf = load_module(module)
+        if sf is not None and any(sf.find_class(n) is not None for n in names):
+            return True
+    sf = load_module(root.module)
+    if sf is None or is_framework(root.module):
+        return False
+    folder = os.path.dirname(sf.path)
+    pattern = re.compile(r"^\s*class\s+(" + "|".join(re.escape(n) for n in sorted(names)) + r")\b", re.M)
+    for name in sorted(n for n in os.listdir(folder) if n.endswith(".py"))[:MAX_FOLDER_FILES]:
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                if pattern.search(handle.read()):
+                    return True
+        except (OSError, UnicodeDecodeError):
+            continue
+    return False
+
+
 def build_plan(
     resolver: Resolver,
     root: ClassRef,
@@ -489,6 +547,9 @@ def build_plan(
     if refusals:
         raise Refused(sorted(set(refusals), key=lambda m: (m.path, m.line, m.kind, m.detail)))
     if graph.root not in reaching:
+        doubts = _path_doubts(graph, resolver, root, targets)
+        if doubts:
+            raise Refused(doubts)
         found = ", ".join(sorted(targets))
         ctx = graph.functions[graph.root].ctx if graph.root in graph.functions else None
         where = (ctx.sf.relpath, ctx.line(ctx.node)) if ctx is not None else (root.module, 1)

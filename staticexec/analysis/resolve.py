@@ -6,10 +6,15 @@ sides itself, with explicit rules for what jedi can't know:
 `nn.ModuleList` / `nn.Sequential` / `nn.ModuleDict` element types (list
 literals, comprehensions, lists built with `.append`, module-level dicts of
 layer classes, helper methods returning the list), conditional constructors
-(a union), attributes set in a parent `__init__` (the MRO),
+(a union), attributes set in a parent `__init__` (the MRO), attributes
+reassigned from themselves (`self.m = self.m.to(dtype)`: a fixed point, with
+torch's `nn.Module` methods that return the module),
 `getattr(self, self.base_model_prefix)`, `Cls._from_config(config.x)` and
 `AutoModel.from_config(config.x)` through transformers' auto mapping names
 and the sub-config's `model_type`. Nothing is instantiated but configs.
+
+What it can't tell it gives as the unknown with the reason; "X never sets self.y"
+only when no code of the class or its bases (torch's included) stores that attribute.
 """
 
 from __future__ import annotations
@@ -20,7 +25,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from staticexec.analysis.classes import GROWING_METHODS, ClassIndex, find_transformers_class, is_framework
+from staticexec.analysis.classes import (
+    GROWING_METHODS, SELF_RETURNING, TORCH_MODULE, ClassIndex, find_transformers_class, is_framework,
+)
 from staticexec.analysis.functions import FunctionContext, bind_arguments, function_context
 from staticexec.analysis.scopes import free_called_names, walk
 from staticexec.analysis.session import current
@@ -51,6 +58,9 @@ DATA_BUILTINS = {
     "min", "max", "sum", "any", "all", "abs", "round", "print", "type", "id", "repr", "hash", "divmod",
 }
 FACTORY_METHODS = {"from_config", "_from_config"}
+# how many times an attribute computed from itself (`self.m = wrap(self.m)`) is evaluated again
+# before its value is given up as not settling
+SELF_ROUNDS = 6
 # where transformers defines the factories that build an instance of the class they are called on
 FACTORY_MODULES = {"transformers.modeling_utils", "transformers.models.auto.auto_factory"}
 
@@ -73,6 +83,10 @@ class Resolver(ClassIndex):
         self.class_configs: dict[ClassRef, str] = {}
         self._functions: dict[FunctionRef, FunctionContext | None] = {}
         self._attrs: dict[tuple[ClassRef, str], Value] = {}
+        # attributes being evaluated, with the value found so far (what a read of one from its own
+        # right-hand side sees), and those read that way
+        self._pending: dict[tuple[ClassRef, str], Value] = {}
+        self._self_read: set[tuple[ClassRef, str]] = set()
         self._returns: dict[FunctionRef, Value] = {}
         self._active: set = set()
         self.model_types: set[str] = set()
@@ -83,11 +97,43 @@ class Resolver(ClassIndex):
     # ----- module attributes ---------------------------------------------------------------
 
     def attribute(self, cls: ClassRef, attr: str) -> Value:
-        """What `self.<attr>` can hold for an instance of `cls`: every `self.attr = ...` in its MRO's methods."""
+        """What `self.<attr>` can hold for an instance of `cls`: every `self.attr = ...` in its MRO's methods.
+
+        An attribute computed from itself (`self.m = self.m.to(dtype)`, `self.m = wrap(self.m)`, a
+        reassignment in a loop) is evaluated to a fixed point: a read of `self.m` on a right-hand
+        side sees what the bindings gave so far, starting from nothing, and what was worked out
+        from a value that changed is worked out again."""
         key = (cls, attr)
         if key in self._attrs:
             return self._attrs[key]
-        self._attrs[key] = EMPTY  # recursion guard
+        if key in self._pending:
+            self._self_read.add(key)
+            return self._pending[key]
+        marks = (len(self._attrs), len(self._returns))
+        self._pending[key] = EMPTY
+        try:
+            for _ in range(SELF_ROUNDS):
+                self._self_read.discard(key)
+                result = self._attribute_value(cls, attr)
+                if key not in self._self_read or result == self._pending[key]:
+                    break
+                self._pending[key] = result
+                self._forget_since(marks)
+            else:
+                result = join(result, unknown(f"self.{attr} of {cls.name} is computed from itself and does not settle"))
+        finally:
+            del self._pending[key]
+            self._self_read.discard(key)
+        self._attrs[key] = result
+        return result
+
+    def _forget_since(self, marks: tuple[int, int]) -> None:
+        """Drop the attributes and returns worked out since `marks`: they may rest on a value that changed."""
+        for table, mark in zip((self._attrs, self._returns), marks):
+            for k in list(table)[mark:]:
+                del table[k]
+
+    def _attribute_value(self, cls: ClassRef, attr: str) -> Value:
         values: list[Value] = []
         for c in self.mro(cls):
             if self.is_external(c.module):
@@ -114,8 +160,41 @@ class Resolver(ClassIndex):
                         result = self.returns(method, one(Instance(cls)))
                     else:
                         result = one(Function(method, one(Instance(cls))))
-        self._attrs[key] = result
         return result
+
+    def stores(self, cls: ClassRef, attr: str) -> bool:
+        """Whether the class's model code (its MRO, torch left out) stores `self.<attr>` anywhere."""
+        for c in self.mro(cls):
+            if self.is_external(c.module):
+                continue
+            found = self.class_def(c)
+            if found is not None and attr in self._storing_methods(c, found[1]):
+                return True
+        return False
+
+    def missing_attribute(self, cls: ClassRef, attr: str, line: int, absent: str) -> Value:
+        """What a read of `self.<attr>` gives when `attribute` found nothing. Nothing while the
+        attribute is still being worked out (a read from its own right-hand side); otherwise the
+        unknown, with why: `absent` only when the model code truly stores no such attribute, by
+        any name it could compute."""
+        if (cls, attr) in self._pending:
+            return EMPTY
+        if self.stores(cls, attr):
+            return unknown(f"what {cls.name} stores in self.{attr} resolves to nothing the analysis follows", line)
+        for name, where in self.named_stores(cls):
+            if name == attr:
+                return unknown(f"{cls.name} sets self.{attr} by name, which the analysis does not follow ({where})", line)
+            if name is None:
+                return unknown(f"{cls.name} may set self.{attr} under a name computed at run time ({where})", line)
+        unread = self.unread_class(cls)
+        if unread:
+            return unknown(f"what {cls.name} sets is not known: {unread}", line)
+        setter = self.external_setter(cls, attr)
+        if setter is not None:
+            package = setter.module.partition(".")[0]
+            return unknown(f"self.{attr} of {cls.name} is set by {package}'s {setter.name}, whose code the analysis "
+                           "does not follow", line)
+        return unknown(absent, line)
 
     def submodule_classes(self, cls: ClassRef, depth: int = 4) -> set[ClassRef]:
         """Classes an instance may hold below it, following resolved attributes (containers included)."""
@@ -132,12 +211,39 @@ class Resolver(ClassIndex):
             frontier = nxt
         return seen
 
+    def unknowns_below(self, cls: ClassRef, depth: int = 8) -> str:
+        """Why what an instance of `cls` holds below it is not fully known: the first attribute, in
+        the closure `submodule_classes` follows, whose value has an unknown part, or a class that
+        stores attributes under computed names; '' when everything below resolved."""
+        seen: set[ClassRef] = set()
+        frontier = [cls]
+        for _ in range(depth):
+            nxt = []
+            for c in frontier:
+                if c in seen or self.is_external(c.module):
+                    continue
+                seen.add(c)
+                unread = self.unread_class(c)
+                if unread:
+                    return unread
+                named = self.named_stores(c)
+                if named:
+                    return f"{c.name} sets attributes by name, which the analysis does not follow ({named[0][1]})"
+                for name in self.attribute_names(c):
+                    value = self.attribute(c, name)
+                    reasons = sorted(a.reason for a in value if isinstance(a, Unknown))
+                    if reasons:
+                        return f"{c.name}.{name} is not resolved: {reasons[0]}"
+                    nxt.extend(sorted(_instance_classes(value), key=str))
+            frontier = nxt
+        return ""
+
     def _self_attr_values(self, ctx: FunctionContext, cls: ClassRef, attr: str) -> Value:
         env = self.method_env(ctx, cls)
         found: list[Value] = []
         for kind, node in _storing_sites(ctx.node).get(attr, ()):
             if kind == "assign":
-                found.append(self.eval(node.value, ctx, env))
+                found.append(self._stored_value(node.value, ctx, env, cls, attr))
             elif kind == "unpack":
                 found.append(unknown(f"self.{attr} is assigned by unpacking", ctx.line(node)))
             else:  # self.<attr>.append(...), .extend, .insert, .add_module
@@ -146,6 +252,20 @@ class Resolver(ClassIndex):
                     v = self.element(v)
                 found.append(one(Container(v)))
         return join(*found)
+
+    def _stored_value(self, expr: cst.BaseExpression, ctx: FunctionContext, env: dict[str, Value], cls: ClassRef,
+                      attr: str) -> Value:
+        """The value a store gives `self.<attr>`. One computed from the attribute itself by code the
+        analysis does not follow (`self.m = torch.compile(self.m)`: data where modules went in) is
+        the unknown, with why, not data."""
+        value = self.eval(expr, ctx, env)
+        prior = self._pending.get((cls, attr), EMPTY)
+        if not any(isinstance(a, Data) for a in value) or not _reads_self_attr(expr, attr):
+            return value
+        if not any(isinstance(a, Container) or (isinstance(a, Instance) and self.is_module(a.cls)) for a in prior):
+            return value
+        why = unknown(f"self.{attr} is computed from itself by `{_short(ctx.code(expr))}`", ctx.line(expr))
+        return join(frozenset(a for a in value if not isinstance(a, Data)), why)
 
     def method_env(self, ctx: FunctionContext, cls: ClassRef) -> dict[str, Value]:
         """Parameters of a method analysed for an instance of `cls`: `config` is the class's config."""
@@ -493,6 +613,9 @@ class Resolver(ClassIndex):
         for atom in base:
             if isinstance(atom, Instance):
                 if self.is_external(atom.cls.module):
+                    if attr in SELF_RETURNING and self.is_module(atom.cls):  # `nn.Linear(...).to(dtype)`
+                        out.append(one(Function(FunctionRef(TORCH_MODULE[0], f"{TORCH_MODULE[1]}.{attr}"), one(atom))))
+                        continue
                     out.append(DATA if not self.is_container(atom.cls) else unknown("attribute of a container"))
                     continue
                 if attr == "config" and not self.attribute(atom.cls, attr):
@@ -500,7 +623,7 @@ class Resolver(ClassIndex):
                     continue
                 value = self.attribute(atom.cls, attr)
                 if not value:
-                    value = unknown(f"{atom.cls.name} never sets self.{attr}", ctx.line(node))
+                    value = self.missing_attribute(atom.cls, attr, ctx.line(node), f"{atom.cls.name} never sets self.{attr}")
                 out.append(value)
             elif isinstance(atom, ConfigRef):
                 out.append(self._config_attribute(atom, attr))
@@ -627,15 +750,21 @@ class Resolver(ClassIndex):
                 return unknown(f"{name}(...) is not followed", ctx.line(node))
             return DATA
         if self.is_external(ref.module):
+            if atom.bound is not None and _returns_self(ref):
+                return frozenset(a for a in atom.bound if isinstance(a, Instance))  # the module itself
             return DATA
         if atom.bound is None and is_framework(ref.module):
             return unknown(f"{ref.qualname}() in transformers' utilities is not followed", ctx.line(node))
+        bound = atom.bound
+        if bound is not None and not all(isinstance(b, Data) for b in bound) and self.is_staticmethod(ref):
+            bound = None  # a static method looked up on an instance takes no self (`Fn.apply`'s forward, bound
+            # to the autograd context, Data, does take its context first)
         call_args = {}
         fctx = self.function(ref)
         if fctx is not None:
-            params = fctx.params[1:] if atom.bound is not None else fctx.params
+            params = fctx.params[1:] if bound is not None else fctx.params
             call_args = {p: args[i] for p, i in bind_arguments(params, node.args)}
-        return self.returns(ref, atom.bound, call_args)
+        return self.returns(ref, bound, call_args)
 
     def _getattr(self, args: list[Value], node: cst.Call, ctx: FunctionContext) -> Value:
         out: list[Value] = []
@@ -646,7 +775,10 @@ class Resolver(ClassIndex):
             if isinstance(atom, Instance):
                 for name in names:
                     v = self.attribute(atom.cls, name)
-                    out.append(v if v else (args[2] if len(args) > 2 else unknown(f"no self.{name}", ctx.line(node))))
+                    if not v:
+                        v = args[2] if len(args) > 2 else self.missing_attribute(
+                            atom.cls, name, ctx.line(node), f"no self.{name}")
+                    out.append(v)
             elif isinstance(atom, ConfigRef):
                 out.extend(self._config_attribute(atom, n) for n in names)
             else:
@@ -701,6 +833,25 @@ def _dotted(node: cst.BaseExpression) -> str | None:
         base = _dotted(node.value)
         return f"{base}.{node.attr.value}" if base else None
     return None
+
+
+def _short(code: str) -> str:
+    code = " ".join(code.split())
+    return code if len(code) <= 80 else code[:77] + "..."
+
+
+def _returns_self(ref: FunctionRef) -> bool:
+    """Whether a function is one of torch's `nn.Module` methods that return the module (`.to`, `.eval`)."""
+    owner, _, method = ref.qualname.rpartition(".")
+    return (ref.module, owner) == TORCH_MODULE and method in SELF_RETURNING
+
+
+def _reads_self_attr(expr: cst.BaseExpression, attr: str) -> bool:
+    """Whether an expression reads `self.<attr>` (outside nested functions and lambdas)."""
+    return any(
+        _self_attr_name(node) == attr
+        for node in walk(expr, skip=(cst.FunctionDef, cst.Lambda), only=(cst.Attribute,))
+    )
 
 
 def _instance_classes(value: Value, depth: int = 0) -> set[ClassRef]:

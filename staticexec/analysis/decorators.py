@@ -1,7 +1,8 @@
 """The decorators staticexec models on inlined forwards: the table (docs/decorators.md).
 
 The names below are the decorators a plan accepts. An *inert* one has no behaviour at call time; a
-*wrapper* is run for real around the inlined body, in parts, by emit/runtime.py. A reaching function
+*wrapper* is run for real around the inlined body, in parts, by emit/runtime.py; a *context* is a
+context manager the body runs in (`torch.no_grad()`), entered around each subgraph's part of it. A reaching function
 with any other decorator makes the plan refuse. The call graph and the plan read this table; nothing
 here runs at emission or run time.
 """
@@ -12,6 +13,7 @@ import libcst as cst
 
 INERT = "inert"
 WRAPPER = "wrapper"
+CONTEXT = "context"
 
 MODELS: dict[str, str] = {
     "auto_docstring": INERT,
@@ -27,6 +29,10 @@ MODELS: dict[str, str] = {
     "accepts_precomputed_kwargs": WRAPPER,
     "select_hidden_states": WRAPPER,
     "filter_output_hidden_states": WRAPPER,
+    # fires the accelerate hooks of named children before the body and after it (no-ops without them)
+    "force_accelerate_hooks": WRAPPER,
+    # torch.no_grad() as a decorator: the body runs with gradients off
+    "no_grad": CONTEXT,
 }
 
 def _decorator_name(dec: cst.Decorator) -> tuple[str, cst.Call | None]:

@@ -120,6 +120,7 @@ class FunctionPlanner:
         self.refusals = refusals
         self_name = self.ctx.params[0] if analysis.self_class is not None and self.ctx.params else None
         self.guards = 0
+        self.branches = 0  # enclosing `if`s emission decides (a dynamic one outside the root is tried there too)
         self.conditions = ConditionClassifier(self_name, self.ctx.params[1:] if self_name else self.ctx.params, self.ctx.locals)
 
     def refuse(self, cls: type[Message], node: cst.CSTNode, detail: str) -> None:
@@ -143,11 +144,14 @@ class FunctionPlanner:
 
     def refuse_guarded_call(self, stmt: cst.CSTNode, site: CallSite) -> None:
         """A reaching call inside `a if c else b` or `c and f()` is decided when emitting, like an `if`,
-        when `c` is a config value or an input; on a tensor value, or inside a comprehension, it is refused."""
+        when `c` is a config value or an input; on a tensor value, or inside a comprehension, it is refused
+        (under an `if` decided when emitting, only if that branch runs: emission refuses it there)."""
         for call, guards in _guarded_calls(stmt):
             if self.ctx.line(call) != site.line or self.ctx.column(call) != site.column:
                 continue
             for guard, test in guards:
+                if test is None and self.branches:
+                    continue  # under a condition decided when emitting: refused there if this branch runs
                 if test is None:
                     self.refuse(UnsupportedStatement, call, f"a reaching call inside a {guard}: `{site.code}`")
                 elif self.conditions.classify(test) == "dynamic":
@@ -201,6 +205,8 @@ class FunctionPlanner:
         cls = self.conditions.classify(stmt.test) if isinstance(stmt, cst.If) else None
         decided = cls in ("static", "input")
         self.guards += decided
+        branch = cls is not None and (decided or self.a.node != self.root)
+        self.branches += branch
         try:
             blocks = {name: self.block(body, in_loop=in_loop) for name, body in statement_blocks(stmt)}
             if isinstance(stmt, cst.For) and any(e.reaching for b in blocks.values() for e in b):
@@ -208,6 +214,7 @@ class FunctionPlanner:
                 blocks = {name: self.block(body, in_loop=True) for name, body in statement_blocks(stmt)}
         finally:
             self.guards -= decided
+            self.branches -= branch
         inner = any(e.reaching for b in blocks.values() for e in b)
         if not inner and not early_exit:
             return opaque

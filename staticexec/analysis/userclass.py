@@ -26,7 +26,6 @@ from staticexec.messages import UsageError
 # auto classes in the order a folder's model class is chosen from its auto_map
 AUTO_ORDER = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModelForVision2Seq", "AutoModelForSeq2SeqLM",
               "AutoModelForSpeechSeq2Seq", "AutoModelForMultimodalLM", "AutoModel")
-LINKS: list = []  # the folder of links this process puts on sys.path, made on first use
 
 
 @dataclass(frozen=True)
@@ -92,18 +91,20 @@ def _package(folder: str) -> str:
     shadows or is shadowed. It is named after the folder alone (`staticexec_remote_<name>`), so a plan of
     the folder is the same wherever it lies. Its files are read now, under their names in the package,
     so what one imports from a sibling (`from .layers import Block`) is found as the package's."""
+    from staticexec.analysis.session import current
     from staticexec.analysis.source import load_file
 
     real = os.path.realpath(folder)
-    if not LINKS:
-        LINKS.append(tempfile.mkdtemp(prefix="staticexec-remote-code-"))
-        sys.path.append(LINKS[0])
+    links = current().value("userclass.links", list)  # the folder of links on sys.path, made on first use
+    if not links:
+        links.append(tempfile.mkdtemp(prefix="staticexec-remote-code-"))
+        sys.path.append(links[0])
     stem = "staticexec_remote_" + (re.sub(r"\W", "_", os.path.basename(real)) or "model")
     package, n = stem, 1
-    while os.path.lexists(os.path.join(LINKS[0], package)) and os.path.realpath(os.path.join(LINKS[0], package)) != real:
+    while os.path.lexists(os.path.join(links[0], package)) and os.path.realpath(os.path.join(links[0], package)) != real:
         n += 1
         package = f"{stem}_{n}"
-    link = os.path.join(LINKS[0], package)
+    link = os.path.join(links[0], package)
     if not os.path.lexists(link):
         os.symlink(real, link)
     for name in sorted(os.listdir(real)):

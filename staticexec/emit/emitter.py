@@ -495,7 +495,10 @@ class Emitter:
             held, where, n_positional = hooks
             self._add(frame, f"{held} = {RUNTIME}.hooks_enter({self_var}, {kw}, {n_positional}, {where!r})\n", start)
         wrappers = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.WRAPPER]
-        self._check_code(frame, len(wrappers))
+        contexts = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.CONTEXT]
+        self._check_code(frame, len(wrappers) + len(contexts))  # a context decorator wraps too (functools.wraps)
+        for i in contexts:
+            frame.scopes = frame.scopes + (self._context_decorator(frame, i),)
         for i in wrappers:
             state = f"dec{i}__{frame.index}"
             d_alias, f_alias, decorator, function = self._decorator_objects(frame, i)
@@ -531,8 +534,9 @@ class Emitter:
             else:
                 frame.values[pname] = default_value
         if isinstance(params.star_arg, cst.Param):
-            lines.append(f"{frame.local(params.star_arg.name.value)} = ()")
-            frame.values[params.star_arg.name.value] = ()
+            star = params.star_arg.name.value
+            lines.append(f"{frame.local(star)} = {kw}.pop({star!r}, ())")
+            frame.values[star] = kw_values.pop(star, ())
         if params.star_kwarg is not None:
             lines.append(f"{frame.local(params.star_kwarg.name.value)} = {kw}")
             # what is left of the call's keywords, when all of them are known at emit time
@@ -544,6 +548,18 @@ class Emitter:
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 frame.defined.add(star.name.value)
+
+    def _context_decorator(self, frame: Frame, index: int) -> str:
+        """The `with` item that enters what a context decorator (`@torch.no_grad()`) enters, afresh each time."""
+        import torch
+
+        expression = _code(frame.fn.decorators[index].decorator).strip()
+        obj = eval(compile(expression, frame.planned.path, "eval"), frame.module_globals)  # noqa: S307
+        if type(obj) is not torch.no_grad and obj is not torch.no_grad:
+            raise Refused([DecoratorMismatch(frame.planned.path, frame.planned.lines[0],
+                                             f"@{expression} is not torch's no_grad")])
+        self.globals["no_grad__"] = torch.no_grad
+        return "no_grad__()"
 
     def _decorator_objects(self, frame: Frame, index: int) -> tuple[str, str, Any, Any]:
         """Globals holding a decorator object (its expression evaluated as the module did on import)
@@ -1010,12 +1026,9 @@ class Emitter:
         items: list[str] = []
         values: dict[str, object] = {}
         open_kw = False
-        extra_positional: list[str] = []
+        extra_positional: list[tuple[str, object]] = []
         pos_index = 0
-        for arg in call.args:
-            code = _code(arg.value.visit(_Rewrite(frame.rename))).strip()
-            if arg.star == "*":
-                raise Refused([UnsupportedStatement(frame.planned.path, line, "`*args` passed to an inlined call")])
+        for arg, code, value in self._positional_args(frame, call, line):
             if arg.star == "**":
                 items.append(f"**{code}")
                 splat = self._arg_value(frame, arg.value)
@@ -1029,15 +1042,35 @@ class Emitter:
                     name = positional[pos_index]
                     pos_index += 1
                     items.append(f"{name!r}: {code}")
-                    values[name] = self._arg_value(frame, arg.value)
+                    values[name] = value
                 else:
-                    extra_positional.append(code)
+                    extra_positional.append((code, value))
                 continue
             items.append(f"{arg.keyword.value!r}: {code}")
-            values[arg.keyword.value] = self._arg_value(frame, arg.value)
+            values[arg.keyword.value] = value
         if extra_positional:
-            raise Refused([UnsupportedStatement(frame.planned.path, line, "more positional arguments than parameters in an inlined call")])
+            star = params.star_arg
+            if not isinstance(star, cst.Param):
+                raise Refused([UnsupportedStatement(frame.planned.path, line, "more positional arguments than parameters in an inlined call")])
+            items.append(f"{star.name.value!r}: ({''.join(c + ', ' for c, _ in extra_positional)})")
+            values[star.name.value] = tuple(v for _, v in extra_positional)
         return "{" + ", ".join(items) + "}", values, open_kw
+
+    def _positional_args(self, frame: Frame, call: cst.Call, line: int) -> list[tuple[cst.Arg, str, object]]:
+        """A call's arguments with their emitted code and emit-time value; `*xs` of a tuple whose length
+        emission knows (an inlined function's own `*args`) is spread into one argument per item."""
+        out = []
+        for arg in call.args:
+            code = _code(arg.value.visit(_Rewrite(frame.rename))).strip()
+            if arg.star == "*":
+                spread = self._arg_value(frame, arg.value)
+                if not isinstance(spread, tuple):
+                    raise Refused([UnsupportedStatement(frame.planned.path, line, "`*args` passed to an inlined call, "
+                                                        "of a length not known when emitting")])
+                out += [(arg.with_changes(star=""), f"{code}[{i}]", item) for i, item in enumerate(spread)]
+                continue
+            out.append((arg, code, None if arg.star == "**" else self._arg_value(frame, arg.value)))
+        return out
 
     def _arg_value(self, frame: Frame, expr: cst.BaseExpression) -> object:
         try:

@@ -35,7 +35,7 @@ UNBOUND = Unbound()
 
 @dataclass
 class Packed:
-    """A mapping of another type than dict (a ModelOutput) on its way to a later subgraph.
+    """A mapping of another type than dict (a ModelOutput), or a namedtuple, on its way to a later subgraph.
 
     Its class travels by name: llm-compressor's cache rebuilds every dataclass it holds,
     and would try to rebuild a dataclass *type* held in a field too."""
@@ -385,6 +385,9 @@ def _pack(value: Any) -> Any:
     if isinstance(value, dict) and type(value) is not dict:
         cls = type(value)
         return Packed(cls.__module__, cls.__qualname__, {k: _pack(v) for k, v in value.items()})
+    if isinstance(value, tuple) and type(value) is not tuple and hasattr(value, "_fields"):  # a namedtuple
+        cls = type(value)
+        return Packed(cls.__module__, cls.__qualname__, {k: _pack(v) for k, v in zip(value._fields, value)})
     if type(value) in (list, tuple):
         return type(value)(_pack(v) for v in value)
     if type(value) is dict:

@@ -142,6 +142,11 @@ CASES = {
     "llava_image": Case("llava_image", _llava_config, "LlavaForConditionalGeneration", _llava_image_data,
                         ["LlamaDecoderLayer", "CLIPEncoderLayer"],
                         input_names=["input_ids", "attention_mask", "pixel_values"]),
+    # images, but only the text layers as targets: the vision tower runs inside the first subgraph's
+    # opaque code (get_image_features), and its Linear modules are calibrated with that subgraph
+    "llava_image_text_targets": Case("llava_image_text_targets", _llava_config, "LlavaForConditionalGeneration",
+                                     _llava_image_data, ["LlamaDecoderLayer"],
+                                     input_names=["input_ids", "attention_mask", "pixel_values"]),
 }
 
 

@@ -35,6 +35,8 @@ OWN_TRACER_FAILS = {  # own tracer stops in oneshot; staticexec quantizes every 
     "bart": (AssertionError, "No statistics available"),
     "whisper": (AssertionError, "No statistics available"),
     "llava_image": (AssertionError, "No statistics available"),
+    # the vision tower runs in the first subgraph, which lists none of its modules either
+    "llava_image_text_targets": (AssertionError, "No statistics available"),
 }
 EXPLAINED = ["qwen3_moe", "t5"]  # own tracer completes with other weights: a test of each says why
 assert sorted(EQUAL + list(OWN_TRACER_FAILS) + EXPLAINED) == sorted(CASES)

@@ -696,6 +696,15 @@ class Emitter:
             if _is_module(items) and self._holds_target(items) and (name in called or f"{name}.forward" in called):
                 raise Refused([InstanceMismatch(frame.planned.path, line, f"the plan marks this loop as code with no target call, but it "
                                                 f"calls each of `{_code(stmt.iter).strip()}`, which holds targets")])
+        for comp in walk(stmt, only=(cst.CompFor,)):  # `[head(h) for head in self.lm_heads]`
+            try:
+                items = evaluate(_code(comp.iter), frame.values, frame.module_globals)
+            except Undecidable:
+                continue
+            if _is_module(items) and self._holds_target(items):
+                raise Refused([UnsupportedStatement(frame.planned.path, line, f"a comprehension over "
+                                                    f"`{_code(comp.iter).strip()}`, which holds targets, in code "
+                                                    "with no target call the plan knows of")])
         for call in cached_calls(stmt):
             func = call.func
             root = func

@@ -30,7 +30,8 @@ from staticexec.messages import MutatedState
 REPEATING_METHODS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", "appendleft", "extendleft",
                                "popleft", "rotate"})
 # in-place tensor methods that give the same result when they run again on the same inputs
-IDEMPOTENT_INPLACE = frozenset({"copy_", "fill_", "zero_", "requires_grad_", "set_", "share_memory_", "detach_"})
+IDEMPOTENT_INPLACE = frozenset({"copy_", "fill_", "zero_", "requires_grad_", "set_", "share_memory_", "detach_",
+                                "clamp_", "clamp_min_", "clamp_max_", "clip_"})
 # conversions: `self.x = self.x.to(device)` run again converts what is already converted, to the same value
 CONVERSIONS = frozenset({"to", "type", "float", "half", "bfloat16", "double", "contiguous", "cpu", "cuda", "detach",
                          "clone", "type_as"})

@@ -212,13 +212,19 @@ class ClassIndex:
         follow (`setattr(self, name, v)`, `self.add_module(name, v)`, `self.__dict__[...]`): per store,
         the name when it is a constant (None when computed at run time) and `Class.method line N: code`."""
         out: list[tuple[str | None, str]] = []
+        for c, node in self._model_code_classes(cls):
+            out += self._named_stores_in(c, node)
+        return out
+
+    def _model_code_classes(self, cls: ClassRef) -> list[tuple[ClassRef, ast.ClassDef]]:
+        """The classes of `cls`'s MRO that are model code (not torch's, not a framework mixin), with their nodes."""
+        out = []
         for c in self.mro(cls):
             if self.is_external(c.module) or is_framework(c.module):
                 continue
             found = self.class_def(c)
-            if found is None:
-                continue
-            out += self._named_stores_in(c, found[1])
+            if found is not None:
+                out.append((c, found[1]))
         return out
 
     def _named_stores_in(self, cls: ClassRef, node: ast.ClassDef) -> list[tuple[str | None, str]]:
@@ -249,13 +255,8 @@ class ClassIndex:
     def attribute_names(self, cls: ClassRef) -> list[str]:
         """Names stored as `self.<name>` by the class's model code (framework mixins hold no submodules)."""
         names: list[str] = []
-        for c in self.mro(cls):
-            if self.is_external(c.module) or is_framework(c.module):
-                continue
-            found = self.class_def(c)
-            if found is None:
-                continue
-            for name in self._storing_methods(c, found[1]):
+        for c, node in self._model_code_classes(cls):
+            for name in self._storing_methods(c, node):
                 if name not in names:
                     names.append(name)
         return names

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import sys
 import types
 from functools import lru_cache
@@ -27,6 +28,7 @@ from typing import Any
 from staticexec.messages import Message, ReplacedForward, StaleSource
 from staticexec.analysis.plan import Function, Plan
 from staticexec.analysis.source import FunctionRef
+from staticexec.emit.validate import relative
 
 
 def stale_source_refusals(plan: Plan) -> list[Message]:
@@ -115,7 +117,7 @@ def running_code_refusal(planned: Function, running: Any, wrappers: int, owner: 
     if expected is None:  # the analysed source can't be compiled here: nothing to compare with
         return None
     where = getattr(getattr(running, "__func__", running), "__code__", None)
-    path, line = (_relative(where.co_filename), where.co_firstlineno) if where is not None else (planned.path, planned.lines[0])
+    path, line = (relative(where.co_filename), where.co_firstlineno) if where is not None else (planned.path, planned.lines[0])
     what = where.co_qualname if where is not None else getattr(running, "__qualname__", type(running).__name__)
     return ReplacedForward(path, line, f"{ref.qualname} ({planned.path}:{planned.lines[0]}) is analysed, but the code "
                                        f"that runs is {what} defined here" + (f" (under {wrappers} declared wrapper(s))"
@@ -147,12 +149,4 @@ def _analysed_code(ref: FunctionRef) -> types.CodeType | None:
 
 
 def _same_file(a: str, b: str) -> bool:
-    import os
-
     return a == b or os.path.realpath(a) == os.path.realpath(b)
-
-
-def _relative(path: str) -> str:
-    from staticexec.emit.validate import relative
-
-    return relative(path)

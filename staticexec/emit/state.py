@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from staticexec.messages import MutatedState
+from staticexec.emit.validate import relative
 
 # methods that change their object in place with another result each time they run
 REPEATING_METHODS = frozenset({"append", "extend", "insert", "pop", "popitem", "remove", "appendleft", "extendleft",
@@ -103,7 +104,7 @@ def helper_refusals(callee: Any, depth: int = 3) -> list[MutatedState]:
     if not isinstance(fn, types.FunctionType) or fn.__module__.split(".")[0] == "torch":
         return []
     owner = getattr(callee, "__self__", None)
-    out = [refusal(f"{_relative(fn.__code__.co_filename)}:{line}", write) for line, write in _helper_writes(fn.__code__, owner is not None)]
+    out = [refusal(f"{relative(fn.__code__.co_filename)}:{line}", write) for line, write in _helper_writes(fn.__code__, owner is not None)]
     if depth > 1 and owner is not None:
         for name in _self_calls(fn.__code__):
             inner = inspect.getattr_static(type(owner), name, None)
@@ -154,9 +155,3 @@ def _self_calls(code: types.CodeType) -> tuple[str, ...]:
     me = fn.args.args[0].arg
     return tuple(sorted({n.func.attr for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                          and isinstance(n.func.value, ast.Name) and n.func.value.id == me}))
-
-
-def _relative(path: str) -> str:
-    from staticexec.emit.validate import relative
-
-    return relative(path)

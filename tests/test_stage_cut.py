@@ -309,5 +309,22 @@ def test_the_chain_gives_what_the_steps_give(program, inputs):
 def test_an_output_unbound_on_the_path_taken_is_returned_as_unbound():
     first, _ = chain(steps("if flag:\n    extra = x\n", ("h = layer(x)", "layers.0"), "out = h + extra"),
                      ["x", "flag"], globals_=GLOBALS)
-    assert first.forward(None, x=1, flag=False) == {"extra": UNBOUND, "x": 1}
-    assert first.forward(None, x=1, flag=True) == {"extra": 1, "x": 1}
+    # x passes through unchanged (the very object it was given), so the caller's cache keeps it
+    assert first.forward(None, x=1, flag=False) == {"extra": UNBOUND}
+    assert first.forward(None, x=1, flag=True) == {"extra": 1}
+
+
+def test_a_value_passed_through_comes_back_only_when_the_subgraph_copied_it():
+    sgs = chain(steps("h = x + box[0]", ("h = layer(h) + box[0]", "layers.0"), ("h = layer(h)", "layers.1"),
+                      "out = h + box[0]"), ["x", "box"], globals_=GLOBALS)
+    middle = sgs[1]
+    assert middle.passed_through == {"box"}
+    box = [torch.ones(1)]
+    with tripwires_off():
+        got = middle.forward(None, h=torch.zeros(1), box=box)
+        assert got["box"] is not box and torch.equal(got["box"][0], box[0])  # a list is copied: it comes back
+        got = middle.forward(None, h=torch.zeros(1), box=(torch.ones(1),))
+        assert "box" not in got  # a tuple of tensors is shared: the cache keeps the one it has
+        got = run_chain(None, sgs, {"x": torch.zeros(1), "box": [torch.ones(1)]}, twice=True)[OUTPUT]
+    assert torch.equal(got, _whole(["h = x + box[0]", "h = layer(h) + box[0]", "h = layer(h)", "out = h + box[0]"],
+                                   {"x": torch.zeros(1), "box": [torch.ones(1)]}))

@@ -296,6 +296,7 @@ class Piece:
     outputs: list[str] = field(default_factory=list)
     definite_outputs: set[str] = field(default_factory=set)  # surely bound when the piece ends
     reads: dict[str, list[str]] = field(default_factory=dict)  # input -> the model lines whose code reads it
+    passed_through: set[str] = field(default_factory=set)  # inputs it never rebinds: outputs only if changed
 
 
 def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
@@ -375,6 +376,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         piece.definite_outputs |= set(inputs) - piece.maybe_inputs
         # what a piece receives and a later one reads passes through it: the piece may change it
         piece.outputs = sorted(stored | set(inputs))
+        piece.passed_through = set(inputs) - stored
     _carry_aliases(pieces, _alias_groups(steps), before)
     # keep only outputs a later piece reads (and the final output)
     for i, piece in enumerate(pieces):
@@ -414,6 +416,7 @@ def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_
         filename=f"<staticexec {title} subgraph {index} of {count}>",
         target_origins=[s.origin for s in steps],
         written_inputs=set(piece.written_inputs),
+        passed_through=set(piece.passed_through) & set(piece.outputs),
         input_reads={k: tuple(v) for k, v in piece.reads.items()},
         _globals=globals_,
     )

@@ -500,7 +500,7 @@ class Emitter:
         for i in contexts:
             frame.scopes = frame.scopes + (self._context_decorator(frame, i),)
         for i in wrappers:
-            state = f"dec{i}__{frame.index}"
+            state, scope = f"dec{i}__{frame.index}", f"scope{i}__{frame.index}"
             d_alias, f_alias, decorator, function = self._decorator_objects(frame, i)
             where = self._origin(frame, start)
             try:
@@ -510,9 +510,10 @@ class Emitter:
                                                     f"the call's keywords: {type(exc).__name__}: {exc}")]) from exc
             kw_values.clear()
             kw_values.update(predicted)
-            self._add(frame, f"{state} = {RUNTIME}.wrapper_enter({self_var}, {kw}, {d_alias}, {f_alias}, {where!r})\n", start)
-            frame.exits.insert(0, (state, self_var, d_alias, f_alias))
-            frame.scopes = frame.scopes + (f"{RUNTIME}.wrapper_scope({state})",)
+            self._add(frame, f"{state}, {scope} = {RUNTIME}.wrapper_enter({self_var}, {kw}, {d_alias}, {f_alias}, "
+                             f"{where!r})\n", start)
+            frame.exits.insert(0, (state, scope, self_var, d_alias, f_alias))
+            frame.scopes = frame.scopes + (f"{RUNTIME}.wrapper_scope({scope})",)
         params = fn.params
         plain = list(params.posonly_params) + list(params.params)
         if self_name:
@@ -614,8 +615,8 @@ class Emitter:
         line = frame.planned.lines[1]
         if not frame.returned:
             self._add(frame, f"{frame.result} = None\n", line)
-        for state, self_var, d_alias, f_alias in frame.exits:
-            self._add(frame, f"{frame.result} = {RUNTIME}.wrapper_exit({self_var}, {state}, {frame.result}, "
+        for state, scope, self_var, d_alias, f_alias in frame.exits:
+            self._add(frame, f"{frame.result} = {RUNTIME}.wrapper_exit({self_var}, {state}, {scope}, {frame.result}, "
                              f"{d_alias}, {f_alias})\n", line)
 
     # ----- statements ----------------------------------------------------------------------

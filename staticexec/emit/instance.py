@@ -127,7 +127,8 @@ def instance_refusals(model: Any, plan: Plan, sample: Any = None) -> list[Messag
             if not _honoured_accelerate_hook(hook, model, sample):
                 out.append(InstanceHook(*_place(type(hook), module), f"accelerate's {type(hook).__name__} on {label}: "
                                         "its forward is inlined into the subgraphs, so the hook would not run"))
-        if "forward" in vars(module) and hf_hook is None and not _honoured_offload_forward(module, sample):
+        if "forward" in vars(module) and hf_hook is None and not _honoured_offload_forward(module, sample) \
+                and not _class_forward_bound(module):
             out.append(ReplacedForward(*_place(vars(module)["forward"], module),
                                        f"`forward` is set on the instance {label}, replacing {type(module).__name__}.forward"))
         expected = analysed.get(f"{type(module).__module__}:{type(module).__qualname__}")
@@ -138,6 +139,13 @@ def instance_refusals(model: Any, plan: Plan, sample: Any = None) -> list[Messag
                                            f"{type(module).__qualname__}.forward is {running}, not the analysed "
                                            f"{sorted(expected)[0]} (replaced or wrapped after the class was defined)"))
     return out
+
+
+def _class_forward_bound(module: Any) -> bool:
+    """Whether the instance's `forward` is its class's own forward bound to it (as a tool that patched
+    `forward` and restored it leaves it): calling the module runs exactly what the class's would."""
+    own = vars(module).get("forward")
+    return getattr(own, "__self__", None) is module and getattr(own, "__func__", None) is type(module).forward
 
 
 def check_instance(model: Any, plan: Plan, sample: Any = None) -> None:

@@ -20,7 +20,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from staticexec.emit.runtime import CHECKS, ModuleRecorder
+from staticexec.emit.runtime import CHECKS, ModuleRecorder, WrapperScope, WrapperState
 
 _MISSING = object()
 
@@ -160,6 +160,7 @@ class Subgraph:
     filename: str = ""
     target_origins: list[str] = field(default_factory=list, repr=False)
     written_inputs: set[str] = field(default_factory=set)  # inputs its code may change in place
+    passed_through: set[str] = field(default_factory=set)  # outputs it received and never rebinds
     input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
@@ -243,7 +244,9 @@ class Subgraph:
         for name, tensor, version in shared:
             if version is not None and tensor._version != version:
                 self._changed_input(name)
-        return {k: _pack(v) for k, v in out.items()}
+        through = self.passed_through
+        # a value received and given back as the very object (nothing copied it) is left where the cache holds it
+        return {k: _pack(v) for k, v in out.items() if k not in through or v is not inputs.get(k, _MISSING)}
 
     def _changed_input(self, name: str) -> None:
         """An input tensor the subgraph shared (not copied) was written in place while it ran."""
@@ -398,8 +401,11 @@ def _pack(value: Any) -> Any:
 def _unpack(value: Any) -> Any:
     if isinstance(value, Packed):
         return value.rebuild()
-    if type(value) in (list, tuple):
-        return type(value)(_unpack(v) for v in value)
+    if type(value) is tuple:
+        items = [_unpack(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else tuple(items)  # a tuple can't change
+    if type(value) is list:
+        return [_unpack(v) for v in value]
     if type(value) is dict:
         return {k: _unpack(v) for k, v in value.items()}
     return value
@@ -451,8 +457,16 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
     key = id(value)
     if key in memo:
         return memo[key]
+    if type(value) is WrapperState:  # never written: wrapper_exit passes a copy of its keywords
+        return value
+    if type(value) is WrapperScope and not value.attributes:  # what it publishes may be added to (a collector)
+        out = memo[key] = WrapperScope({}, [])
+        out.context.update((var, _fresh(v, memo, True)) for var, v in value.context.items())
+        return out
     if type(value) in (tuple, frozenset):
-        out: Any = type(value)(_fresh(v, memo, held) for v in value)
+        items = [_fresh(v, memo, held) for v in value]
+        # nothing in it copied: the tuple itself is kept (it can't change), so it is given back as it came
+        out: Any = value if all(a is b for a, b in zip(items, value)) else type(value)(items)
         memo[key] = out
         return out
     if type(value) is list:

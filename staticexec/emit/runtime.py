@@ -10,8 +10,12 @@ so that nothing depends on one transformers release's internals:
   probe records the keywords it is passed, the context variables and the
   attributes of `self` and `self.config` that the wrapper changed, and stops
   the wrapper (its `finally` clauses run, so nothing stays changed).
-- `wrapper_scope` re-applies those context variables and attributes around
-  every subgraph's part of the body, and undoes them after.
+  It gives two values: the state (where, and the keywords the wrapper was
+  called with), needed only where the body ends, and the scope (the context
+  variables and attributes), None when the wrapper set none.
+- `wrapper_scope` re-applies the scope around every subgraph's part of the
+  body, and undoes it after. Only the scope travels through the subgraphs of
+  the body, so a wrapper that sets nothing costs them nothing.
 - `wrapper_exit` calls the wrapper again, with the same keywords, around a
   stand-in that returns the body's result; what the body added to a container
   the wrapper published in a context variable (capture_outputs' collector) is
@@ -70,10 +74,16 @@ def _watched(self: Any) -> list:
 
 @dataclass
 class WrapperState:
-    """What a wrapper did before its call of the function, kept for the subgraphs that run the body."""
+    """How a wrapper was called, kept for the subgraph where the body ends (never written after)."""
 
     where: str
     passed: dict  # the keywords the wrapper was called with
+
+
+@dataclass
+class WrapperScope:
+    """What a wrapper set for the length of its call, re-applied around each subgraph's part of the body."""
+
     context: dict  # context variable -> the value the wrapper set
     attributes: list  # (object, attribute, value or _ABSENT) the wrapper set or deleted
 
@@ -109,13 +119,14 @@ def _run_to_call(self: Any, kw: dict, decorator: Callable, fn: Callable, where: 
     return kwargs, context, attributes
 
 
-def wrapper_enter(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> WrapperState:
+def wrapper_enter(self: Any, kw: dict, decorator: Callable, fn: Callable,
+                  where: str) -> tuple[WrapperState, WrapperScope | None]:
     """Run the wrapper's part before the call; `kw` becomes the keywords it passes to the function."""
     passed = dict(kw)
     kwargs, context, attributes = _run_to_call(self, kw, decorator, fn, where)
     kw.clear()
     kw.update(kwargs)
-    return WrapperState(where, passed, context, attributes)
+    return WrapperState(where, passed), WrapperScope(context, attributes) if context or attributes else None
 
 
 def predict_keywords(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> dict:
@@ -146,18 +157,21 @@ def _plain(value: object) -> bool:
 class wrapper_scope:
     """Re-apply what a wrapper set for the call while a subgraph runs part of the body."""
 
-    __slots__ = ("state", "tokens", "saved")
+    __slots__ = ("scope", "tokens", "saved")
 
-    def __init__(self, state: WrapperState) -> None:
-        self.state = state
+    def __init__(self, scope: WrapperScope | None) -> None:
+        self.scope = scope
+        self.tokens = self.saved = ()
 
     def __enter__(self) -> None:
+        if self.scope is None:
+            return
         self.saved = []
-        for obj, key, value in self.state.attributes:
+        for obj, key, value in self.scope.attributes:
             attrs = vars(obj)
             self.saved.append((obj, key, attrs.get(key, _ABSENT)))
             _put(attrs, key, value)
-        self.tokens = [(var, var.set(value)) for var, value in self.state.context.items()]
+        self.tokens = [(var, var.set(value)) for var, value in self.scope.context.items()]
 
     def __exit__(self, *exc: object) -> None:
         for var, token in reversed(self.tokens):
@@ -173,12 +187,13 @@ def _put(attrs: dict, key: str, value: object) -> None:
         attrs[key] = value
 
 
-def wrapper_exit(self: Any, state: WrapperState, output: Any, decorator: Callable, fn: Callable) -> Any:
+def wrapper_exit(self: Any, state: WrapperState, scope: WrapperScope | None, output: Any, decorator: Callable,
+                 fn: Callable) -> Any:
     """The wrapper's result: the real wrapper called again, with the same keywords, around the body's result."""
 
     def stand_in(*args: Any, **kwargs: Any) -> Any:
         context = contextvars.copy_context()
-        for var, kept in state.context.items():
+        for var, kept in (scope.context.items() if scope is not None else ()):
             fresh = context.get(var, _ABSENT)
             if fresh is not kept and fresh is not _ABSENT:
                 _transfer(fresh, kept, state.where)

@@ -16,6 +16,7 @@ from staticexec.analysis import defaults
 from staticexec.analysis.architectures import Architecture, find_architecture
 from staticexec.emit.emitter import Emitter
 from staticexec.emit.instance import check_instance
+from staticexec.emit.modules import one_listing
 from staticexec.messages import MalformedPlan, Refused, StalePlan, UsageError
 from staticexec.analysis.plan import Plan
 from staticexec.analysis.planner import build_plan
@@ -145,7 +146,13 @@ def subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str
     `ignore` is accepted for compatibility and has no meaning here: nothing is traced.
     """
     del ignore
-    check_call(model, sample_input, sequential_targets)
+    with one_listing(model):  # the module tree walked once for all the questions emission asks of it
+        check_call(model, sample_input, sequential_targets)
+        return _subgraphs(model, sample_input, sequential_targets, targets_per_subgraph, plan)
+
+
+def _subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[str] | None, targets_per_subgraph: int,
+               plan: Plan | str | os.PathLike | None) -> list[Subgraph]:
     selection = select_targets(model, sequential_targets) if sequential_targets else None
     targets = selection.classes if selection is not None else None
     if plan is None:

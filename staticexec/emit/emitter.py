@@ -26,6 +26,7 @@ from staticexec.analysis import decorators as deco
 from staticexec.emit import runtime, state
 from staticexec.analysis.callgraph import calls_in, node_id
 from staticexec.analysis.scopes import children, walk
+from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
 from staticexec.messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
 from staticexec.emit.observe import IfLines, SampleRun
@@ -839,7 +840,10 @@ class Emitter:
         side is kept in the emitted statement. Returns whether the call runs, and the sides kept.
         """
         choose = []
-        for guard in expression_guards(stmt, call):
+        guards = _facts("guards").get((stmt, call))
+        if guards is None:  # the same statement unrolled for every layer: found once
+            guards = _facts("guards")[(stmt, call)] = expression_guards(stmt, call)
+        for guard in guards:
             if guard.test is None:
                 raise Refused([UnsupportedStatement(frame.planned.path, line, f"a reaching call inside a {guard.label}")])
             runs = guard.runs(self._decide(frame, guard.test, line))
@@ -1223,7 +1227,7 @@ class Emitter:
     def _check_unresolved(self) -> None:
         """An unresolved call in a function whose instances hold targets could hide a target call."""
         classes = {}
-        for m in self.model.modules():
+        for _, m in named_modules(self.model):
             classes.setdefault(_class_ref(type(m)), []).append(m)
         problems: list[Message] = []
         for item in self.plan.unresolved:
@@ -1256,11 +1260,7 @@ class Emitter:
         skipped = set(self.plan.not_analysed)
         if not skipped:
             return
-        inside: list[str] = []
-        for name, module in self.model.named_modules():
-            if type(module).__name__ not in self.targets or any(name.startswith(p + ".") for p in inside):
-                continue
-            inside.append(name)
+        for name, module in outermost(named_modules(self.model), lambda m: type(m).__name__ in self.targets):
             parts = name.split(".")
             for depth in range(1, len(parts)):
                 prefix = ".".join(parts[:depth])

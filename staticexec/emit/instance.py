@@ -29,6 +29,7 @@ from typing import Any
 
 from staticexec.messages import InstanceHook, Message, Refused, ReplacedForward
 from staticexec.analysis.plan import Plan
+from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.validate import relative
 
 HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
@@ -37,15 +38,12 @@ HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
 def inlined_modules(model: Any, targets: set[str]) -> list[tuple[str, Any]]:
     """The root and every module on a path from it to an outermost target (their forwards are inlined)."""
     paths = {""}
-    inside: list[str] = []
-    for name, module in model.named_modules():
-        if type(module).__name__ not in targets or any(name.startswith(p + ".") for p in inside):
-            continue
-        inside.append(name)
+    listing = named_modules(model)
+    for name, _ in outermost(listing, lambda m: type(m).__name__ in targets):
         parts = name.split(".")
         for i in range(len(parts)):
             paths.add(".".join(parts[:i]))
-    return [(name, module) for name, module in model.named_modules() if name in paths]
+    return [(name, module) for name, module in listing if name in paths]
 
 
 def accelerate_hooks(hook: Any) -> list[Any]:
@@ -65,7 +63,7 @@ def _honoured_accelerate_hook(hook: Any, model: Any, sample: Any) -> bool:
     devices = {str(t.device) for t in _tensors(sample)}
     if len(devices) > 1:
         return False
-    for module in model.modules():
+    for _, module in named_modules(model):
         for h in accelerate_hooks(getattr(module, "_hf_hook", None)) if getattr(module, "_hf_hook", None) is not None else []:
             device = getattr(h, "execution_device", None)
             if device is not None and devices and _device_name(device) not in devices:

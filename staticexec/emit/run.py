@@ -14,12 +14,15 @@ for, in order. `run_chain` runs a chain exactly as the pipeline does.
 from __future__ import annotations
 
 import contextvars
+import copy
 import dataclasses
+import functools
 import linecache
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.runtime import CHECKS, ModuleRecorder, WrapperScope, WrapperState
 
 _MISSING = object()
@@ -101,15 +104,7 @@ def _tripwire(module: Any, args: Any) -> None:
 
 def outermost_targets(model: Any, targets: set[str]) -> list[tuple[str, Any]]:
     """Target modules not inside another target module: the ones a subgraph chain calls."""
-    out: list[tuple[str, Any]] = []
-    inside: list[str] = []
-    for name, module in model.named_modules():
-        if any(name.startswith(p + ".") for p in inside):
-            continue
-        if type(module).__name__ in targets:
-            out.append((name, module))
-            inside.append(name)
-    return out
+    return outermost(named_modules(model), lambda m: type(m).__name__ in targets)
 
 
 def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[str, ...] | None = None) -> None:
@@ -119,9 +114,11 @@ def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[
     pattern); by default every module of a target class. A selected module nested inside another
     is entered while its outer target runs, which is right only inside the subgraph emitted for
     that outer target: each subgraph is told which nested ones belong to which outer target."""
+    listing = list(model.named_modules())  # afresh: emission may have run code that added modules
     if watched is None:
-        watched = tuple(name for name, module in model.named_modules() if type(module).__name__ in classes)
-    outer = [name for name, _ in outermost_targets(model, classes)]
+        watched = tuple(name for name, module in listing if type(module).__name__ in classes)
+    outer = outermost(listing, lambda m: type(m).__name__ in classes)
+    outer_names = {name for name, _ in outer}
     nested: dict[int, str] = {}
     modules = []
     for name in watched:
@@ -129,10 +126,11 @@ def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[
         if module is None:
             continue
         modules.append(module)
-        holder = next((o for o in outer if name.startswith(o + ".")), None)
+        parts = name.split(".")
+        holder = next((p for p in (".".join(parts[:i]) for i in range(1, len(parts))) if p in outer_names), None)
         if holder is not None:
             nested[id(module)] = holder
-    modules += [m for _, m in outermost_targets(model, classes)]
+    modules += [m for _, m in outer]
     install_tripwires(modules)
     for sg in chain:
         sg.nested_targets = nested
@@ -177,7 +175,7 @@ class Subgraph:
         linecache.cache[self.filename] = (len(self.source), None, self.source.splitlines(True), self.filename)
         scope = dict(self._globals)
         scope.update(_MISSING=_MISSING, Unbound=Unbound, UNBOUND=UNBOUND)
-        exec(compile(self.source, self.filename, "exec"), scope)
+        exec(_compiled(self.source, self.filename), scope)
         self._fn = scope[f"subgraph_{self.index}"]
 
     def forward(self, model: Any, *args: Any, **inputs: Any) -> dict:
@@ -202,22 +200,24 @@ class Subgraph:
         unpacked = {k: _unpack(v) for k, v in inputs.items()}  # alive while copied: the memo is keyed by id
         memo: dict = {}
         written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)
-                   if not _views_another(unpacked[k], k, unpacked)}  # first: aliases share the copy
+                   if not _views_another(unpacked[k], k, unpacked)} if self.written_inputs else {}
         checked = _TRIPWIRES.get()
-        tensor = _TENSOR[0] or _tensor_type()
         values = {}
         shared: list = []  # (input, tensor, version) of the tensors shared, not copied: checked after the run
         for k, v in unpacked.items():
+            kind = _kind(type(v))
             if k in written:
                 values[k] = written[k]
-            elif isinstance(v, tensor):  # shared as it is (or as the copy a written alias of it got)
-                values[k] = fresh = memo.get(id(v), v)
+            elif kind == _TENSOR_KIND:  # shared as it is (or as the copy a written alias of it got)
+                values[k] = fresh = memo.get(id(v), v) if memo else v
                 if checked and fresh is v:
                     shared.append((k, v, _version(v)))
+            elif kind == _ATOM:
+                values[k] = v
             else:
                 values[k] = fresh = _fresh(v, memo)
                 if checked and type(fresh) is tuple:
-                    shared += [(k, t, _version(t)) for t in _tuple_tensors(fresh, v, tensor)]
+                    shared += [(k, t, _version(t)) for t in _tuple_tensors(fresh, v)]
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
         recorder = handle = None
@@ -318,15 +318,31 @@ class Subgraph:
         return out
 
 
-def _tuple_tensors(value: tuple, given: Any, tensor: type) -> list:
+def _compiled(source: str, filename: str) -> Any:
+    """The code object of a subgraph's source, compiled once per session (the same plan at the same depth
+    emits the same source again)."""
+    from staticexec.analysis.session import current
+
+    table = current().table("run.compiled")
+    code = table.get((source, filename))
+    if code is None:
+        code = table[(source, filename)] = compile(source, filename, "exec")
+    return code
+
+
+def _tuple_tensors(value: tuple, given: Any) -> list:
+    """The tensors of a tuple (nested tuples too) that are those given, not copies."""
+    if value is given:
+        return [v for v in value if _kind(type(v)) == _TENSOR_KIND] + \
+            [t for v in value if type(v) is tuple for t in _tuple_tensors(v, v)]
     items = zip(value, given) if type(given) is tuple and len(given) == len(value) else ((v, None) for v in value)
     out = []
     for v, g in items:
-        if isinstance(v, tensor):
+        if _kind(type(v)) == _TENSOR_KIND:
             if v is g:
                 out.append(v)
         elif type(v) is tuple:
-            out += _tuple_tensors(v, g, tensor)
+            out += _tuple_tensors(v, g)
     return out
 
 
@@ -385,32 +401,45 @@ def _module_at(model: Any, path: str) -> Any:
 
 def _pack(value: Any) -> Any:
     """A value as it may travel through llm-compressor's cache, which rebuilds dicts as plain dicts."""
-    if isinstance(value, dict) and type(value) is not dict:
+    kind = _kind(type(value))
+    if kind <= _TENSOR_KIND:
+        return value
+    if kind == _TUPLE:
+        items = [_pack(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else tuple(items)
+    if kind == _LIST:
+        return [_pack(v) for v in value]
+    if kind == _DICT:
+        return {k: _pack(v) for k, v in value.items()}
+    if isinstance(value, dict):  # a mapping of another type (a ModelOutput)
         cls = type(value)
         return Packed(cls.__module__, cls.__qualname__, {k: _pack(v) for k, v in value.items()})
-    if isinstance(value, tuple) and type(value) is not tuple and hasattr(value, "_fields"):  # a namedtuple
+    if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
         cls = type(value)
         return Packed(cls.__module__, cls.__qualname__, {k: _pack(v) for k, v in zip(value._fields, value)})
-    if type(value) in (list, tuple):
-        return type(value)(_pack(v) for v in value)
-    if type(value) is dict:
-        return {k: _pack(v) for k, v in value.items()}
     return value
 
 
 def _unpack(value: Any) -> Any:
-    if isinstance(value, Packed):
-        return value.rebuild()
-    if type(value) is tuple:
+    kind = _kind(type(value))
+    if kind <= _TENSOR_KIND:
+        return value
+    if kind == _TUPLE:
         items = [_unpack(v) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else tuple(items)  # a tuple can't change
-    if type(value) is list:
+    if kind == _LIST:
         return [_unpack(v) for v in value]
-    if type(value) is dict:
+    if kind == _DICT:
         return {k: _unpack(v) for k, v in value.items()}
+    if isinstance(value, Packed):
+        return value.rebuild()
     return value
 
 
+# What each type of value is to the copying below, decided once per type (these run for every value of
+# every subgraph run): atoms are never copied (immutable values, modules, configs, types, callables),
+# tensors are shared or cloned, containers are walked, anything else is copied as an object.
+_ATOM, _TENSOR_KIND, _TUPLE, _FROZENSET, _LIST, _DICT, _SET, _STATE, _SCOPE, _OBJECT = range(1, 11)
 _ATOMS: tuple = ()
 
 
@@ -423,15 +452,29 @@ def _atom_types() -> tuple:
         import torch
         from transformers import PretrainedConfig
 
-        _ATOMS = (bool, int, float, complex, str, bytes, range, slice, type, enum.Enum, Unbound,
-                  contextvars.ContextVar, torch.Tensor, torch.dtype, torch.device, torch.Size, torch.nn.Module,
+        _ATOMS = (type(None), bool, int, float, complex, str, bytes, range, slice, type, enum.Enum, Unbound,
+                  contextvars.ContextVar, torch.dtype, torch.device, torch.Size, torch.nn.Module,
                   PretrainedConfig, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType)
     return _ATOMS
 
 
+@functools.lru_cache(maxsize=1024)
+def _kind(cls: type) -> int:
+    """The kind of values of this exact type (a type's kind never changes, so it is decided once)."""
+    tensor = _TENSOR[0] or _tensor_type()
+    if issubclass(cls, tensor):
+        kind = _TENSOR_KIND
+    elif issubclass(cls, _atom_types()):
+        kind = _ATOM
+    else:
+        kind = {tuple: _TUPLE, frozenset: _FROZENSET, list: _LIST, dict: _DICT, set: _SET, WrapperState: _STATE,
+                WrapperScope: _SCOPE}.get(cls, _OBJECT)
+    return kind
+
+
 def _is_atom(value: Any) -> bool:
     """Values a subgraph never copies: immutable ones, tensors, modules, configs, types and callables."""
-    return value is None or isinstance(value, _atom_types())
+    return (_kind(type(value))) <= _TENSOR_KIND
 
 
 def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
@@ -439,46 +482,40 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
 
     Tensors passed as such, or in tuples, are shared (or given the copy already made of them);
     tensors held by a list, a dict or an object are cloned, since model code updates those in
-    place (a recurrent state, a cache).
+    place (a recurrent state, a cache). A tuple none of whose items is copied is kept as it is.
     One memo per subgraph run keeps two names for one object two names for one copy."""
-    import copy
-
-    import torch
-
-    if type(value) is torch.Tensor or isinstance(value, torch.Tensor):
-        if not held:
-            return memo.get(id(value), value)
-        key = id(value)  # a tensor kept in a list, dict or object may be written in place
-        if key not in memo:
-            memo[key] = value.clone()
-        return memo[key]
-    if _is_atom(value):
+    kind = _kind(type(value))
+    if kind == _ATOM or kind == _STATE:  # a WrapperState is never written: wrapper_exit passes a copy of its keywords
         return value
     key = id(value)
+    if kind == _TENSOR_KIND:
+        if not held:
+            return memo.get(key, value)
+        if key not in memo:  # a tensor kept in a list, dict or object may be written in place
+            memo[key] = value.clone()
+        return memo[key]
     if key in memo:
         return memo[key]
-    if type(value) is WrapperState:  # never written: wrapper_exit passes a copy of its keywords
-        return value
-    if type(value) is WrapperScope and not value.attributes:  # what it publishes may be added to (a collector)
-        out = memo[key] = WrapperScope({}, [])
-        out.context.update((var, _fresh(v, memo, True)) for var, v in value.context.items())
-        return out
-    if type(value) in (tuple, frozenset):
+    if kind == _TUPLE or kind == _FROZENSET:
         items = [_fresh(v, memo, held) for v in value]
         # nothing in it copied: the tuple itself is kept (it can't change), so it is given back as it came
         out: Any = value if all(a is b for a, b in zip(items, value)) else type(value)(items)
         memo[key] = out
         return out
-    if type(value) is list:
+    if kind == _LIST:
         out = memo[key] = []
         out.extend(_fresh(v, memo, True) for v in value)
         return out
-    if type(value) is dict:
+    if kind == _DICT:
         out = memo[key] = {}
         out.update((k, _fresh(v, memo, True)) for k, v in value.items())
         return out
-    if type(value) is set:
+    if kind == _SET:
         out = memo[key] = {_fresh(v, memo, True) for v in value}
+        return out
+    if kind == _SCOPE and not value.attributes:  # what a wrapper publishes may be added to (a collector)
+        out = memo[key] = WrapperScope({}, [])
+        out.context.update((var, _fresh(v, memo, True)) for var, v in value.context.items())
         return out
     try:
         out = copy.copy(value)

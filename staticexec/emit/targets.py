@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from staticexec.emit.modules import named_modules
 from staticexec.messages import UsageError
 
 __all__ = ["TargetSelection", "pipeline_targets", "select_targets"]
@@ -58,7 +59,7 @@ def select_targets(model: Any, targets: str | Iterable[str], *, warn: bool = Tru
     some of the modules of a class (staticexec would split at all of them).
     """
     wanted = [targets] if isinstance(targets, str) else list(targets)
-    named = [(name, module) for name, module in model.named_modules() if not _internal(module)]
+    named = [(name, module) for name, module in named_modules(model) if not _internal(module)]
     matched: list[str] = []
     hit: set[str] = set()
     for name, module in named:

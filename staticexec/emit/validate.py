@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from staticexec.emit.modules import named_modules
 from staticexec.messages import InstanceMismatch, Refused, UsageError
 from staticexec.analysis.plan import json_type
 from staticexec.analysis.source import location
@@ -78,9 +79,12 @@ def check_targets(sequential_targets: Any) -> None:
 
 def check_device(model: Any) -> None:
     """No weights on `meta`, except those an accelerate hook loads when its module is called."""
-    for kind, items in (("parameter", model.named_parameters()), ("buffer", model.named_buffers())):
-        for name, tensor in items:
-            if getattr(tensor, "device", None) is not None and tensor.device.type == "meta" and not _offloaded(model, name):
+    for path, module in named_modules(model):
+        for kind, own in (("parameter", module._parameters), ("buffer", module._buffers)):
+            for key, tensor in own.items():
+                name = f"{path}.{key}" if path else key
+                if getattr(tensor, "device", None) is None or tensor.device.type != "meta" or _offloaded(model, name):
+                    continue
                 raise UsageError(f"the model's {kind} {name} is on the meta device (no weights are loaded); "
                                  "load or materialise the model before splitting it")
 

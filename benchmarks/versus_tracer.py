@@ -1,0 +1,189 @@
+"""Benchmark: staticexec against llm-compressor's own tracer, side by side in one process.
+
+Run in the client environment (llm-compressor 0.14, transformers 5.17):
+
+    .venv-client/bin/python benchmarks/versus_tracer.py [--layers 2 8 32 80] [--repeat 101] [--out docs/benchmarks.md]
+
+For a tiny Llama (hidden 64, as benchmarks/emit_and_run.py) at each depth:
+
+- trace: llm-compressor's `trace_subgraphs` (torch.fx), and staticexec's `trace_subgraphs` from the plan
+  shipped for the installed transformers (plan loaded and checked, emission, compile), both called as
+  the sequential pipeline calls them, before its calibration context; medians;
+- forward: `model(**batch)`;
+- chain: each backend's subgraphs run as the pipeline runs them, through its `IntermediatesCache`
+  (fetch the subgraph's inputs, `forward`, update, delete the consumed names), one pass.
+
+KV cache off: forward and chains under llm-compressor's `calibration_forward_context` (no grad, cache
+off, eval, eager attention), as it calibrates. KV cache on: under `torch.no_grad()` only, the model's
+default `DynamicCache`; there the per-subgraph overhead ((chain - forward) / subgraphs) is compared
+between depths. Forward and the two chains run interleaved, in rotating order, so noise hits all alike;
+every staticexec run has all its run-time checks on.
+
+With --out, the tables and the goals judged from this run's numbers replace the text between the
+markers `<!-- versus tracer begin -->` and `<!-- versus tracer end -->` of that file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import transformers
+
+BEGIN, END = "<!-- versus tracer begin -->", "<!-- versus tracer end -->"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def tiny_llama(layers: int):
+    sys.path.insert(0, HERE)
+    from emit_and_run import tiny_llama as build
+
+    return build(layers)
+
+
+def pipeline_chain(model, subgraphs, batch) -> None:
+    """One pass over the chain as llm-compressor's SequentialPipeline runs it, with its cache."""
+    from llmcompressor.pipelines.cache import IntermediatesCache
+
+    cache = IntermediatesCache.empty(1, torch.device("cpu"))
+    cache.update(0, batch)
+    for index, subgraph in enumerate(subgraphs):
+        inputs = cache.fetch(0, subgraph.input_names)
+        outputs = subgraph.forward(model, **inputs)
+        if index < len(subgraphs) - 1:  # as the pipeline: the last outputs are not kept
+            cache.update(0, outputs)
+            cache.delete(0, subgraph.consumed_names)
+
+
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def measure(layers: int, repeat: int, use_cache: bool) -> dict:
+    from llmcompressor.args import DatasetArguments
+    from llmcompressor.pipelines.sequential import helpers
+    from llmcompressor.utils.helpers import calibration_forward_context
+
+    from staticexec.llmcompressor import trace_subgraphs
+
+    model = tiny_llama(layers)
+    torch.manual_seed(1)
+    batch = {"input_ids": torch.randint(3, 256, (2, 16)), "attention_mask": torch.ones(2, 16, dtype=torch.long)}
+    targets, ignore = ["LlamaDecoderLayer"], DatasetArguments().tracing_ignore
+    traces = max(3, repeat // 20)
+    fx_trace, sx_trace = [], []
+    for i in range(traces):  # alternating which goes first
+        for backend in (("fx", "sx") if i % 2 == 0 else ("sx", "fx")):
+            if backend == "fx":
+                fx_trace.append(timed(lambda: helpers.trace_subgraphs(model, batch, targets, ignore)))
+            else:
+                sx_trace.append(timed(lambda: trace_subgraphs(model, batch, targets, ignore)))
+    fx = helpers.trace_subgraphs(model, batch, targets, ignore)
+    sx = trace_subgraphs(model, batch, targets, ignore)
+    runs = {"forward": lambda: model(**batch), "fx": lambda: pipeline_chain(model, fx, batch),
+            "sx": lambda: pipeline_chain(model, sx, batch)}
+    times: dict[str, list] = {name: [] for name in runs}
+    context = calibration_forward_context(model) if not use_cache else torch.no_grad()
+    with context:
+        for fn in runs.values():  # warm up
+            fn()
+        order = list(runs)
+        for i in range(repeat):
+            for name in order[i % 3:] + order[: i % 3]:
+                times[name].append(timed(runs[name]))
+    med = {name: statistics.median(values) * 1000 for name, values in times.items()}
+    return {"layers": layers, "use_cache": use_cache, "fx_subgraphs": len(fx), "sx_subgraphs": len(sx),
+            "fx_trace": statistics.median(fx_trace) * 1000, "sx_trace": statistics.median(sx_trace) * 1000, **med,
+            "sx_overhead": (med["sx"] - med["forward"]) / len(sx), "fx_overhead": (med["fx"] - med["forward"]) / len(fx)}
+
+
+HEADER = ("| layers | KV cache | llm-compressor trace (ms) | staticexec emission (ms) | emission / trace | forward (ms) | "
+          "llm-compressor chain / forward | staticexec chain / forward | staticexec overhead per subgraph (µs) |")
+
+
+def row(r: dict) -> str:
+    return (f"| {r['layers']} | {'on' if r['use_cache'] else 'off'} | {r['fx_trace']:.1f} | {r['sx_trace']:.1f} | "
+            f"{r['sx_trace'] / r['fx_trace']:.2f} | {r['forward']:.2f} | {r['fx'] / r['forward']:.3f} | "
+            f"{r['sx'] / r['forward']:.3f} | {1000 * r['sx_overhead']:.0f} |")
+
+
+def goals(rows: list[dict]) -> list[tuple[str, str, bool]]:
+    at = {(r["layers"], r["use_cache"]): r for r in rows}
+    out = []
+    for layers in (8, 80):
+        r = at.get((layers, False))
+        if r:
+            ratio = r["sx"] / r["forward"]
+            out.append((f"chain / forward at {layers} layers, KV cache off", f"{ratio:.3f}, goal at most 1.03", ratio <= 1.03))
+    if (8, True) in at and (80, True) in at:
+        growth = at[(80, True)]["sx_overhead"] / at[(8, True)]["sx_overhead"]
+        out.append(("per-subgraph overhead at 80 layers / at 8, KV cache on", f"{growth:.2f}, goal at most 1.2",
+                    growth <= 1.2))
+    r = at.get((80, False))
+    if r:
+        ratio = r["sx_trace"] / r["fx_trace"]
+        out.append(("emission / llm-compressor's trace at 80 layers", f"{ratio:.2f}, goal at most 0.5", ratio <= 0.5))
+    return out
+
+
+def report(rows: list[dict], args: argparse.Namespace) -> str:
+    judged = "\n".join(f"- {name}: {value}: {'met' if ok else 'not met'}" for name, value, ok in goals(rows))
+    return f"""{BEGIN}
+Measured by `benchmarks/versus_tracer.py` in `.venv-client` (llm-compressor {_version("llmcompressor")},
+transformers {transformers.__version__}, torch {torch.__version__}, {platform.machine()}, one torch thread),
+median of {args.repeat} interleaved runs per depth (traces: median of {max(3, args.repeat // 20)}):
+
+{HEADER}
+|{"---|" * 9}
+{chr(10).join(row(r) for r in rows)}
+
+Goals, against this run's numbers:
+
+{judged}
+{END}"""
+
+
+def _version(package: str) -> str:
+    from importlib.metadata import version
+
+    return version(package)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, nargs="+", default=[2, 8, 32, 80])
+    parser.add_argument("--repeat", type=int, default=101)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    from loguru import logger
+
+    logger.remove()
+    rows = []
+    print(HEADER + "\n|" + "---|" * 9, flush=True)
+    for use_cache in (False, True):
+        for layers in args.layers:
+            rows.append(measure(layers, args.repeat, use_cache))
+            print(row(rows[-1]), flush=True)
+    text = report(rows, args)
+    print(text)
+    if args.out:
+        with open(args.out, encoding="utf-8") as handle:
+            old = handle.read()
+        head, sep, rest = old.partition(BEGIN)
+        tail = rest.partition(END)[2] if sep else "\n"
+        with open(args.out, "w", encoding="utf-8") as handle:
+            handle.write(f"{head}{text}{tail}" if sep else f"{old.rstrip()}\n\n{text}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

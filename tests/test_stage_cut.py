@@ -328,3 +328,21 @@ def test_a_value_passed_through_comes_back_only_when_the_subgraph_copied_it():
         got = run_chain(None, sgs, {"x": torch.zeros(1), "box": [torch.ones(1)]}, twice=True)[OUTPUT]
     assert torch.equal(got, _whole(["h = x + box[0]", "h = layer(h) + box[0]", "h = layer(h)", "out = h + box[0]"],
                                    {"x": torch.zeros(1), "box": [torch.ones(1)]}))
+
+
+def test_a_mapping_read_only_as_keywords_is_shared_when_it_holds_no_state():
+    def call(h, scale=1.0, box=None):
+        if box is not None:
+            box.append(1)
+        return h * scale
+
+    sgs = chain(steps("h = x + 1", ("h = layer(h)", "layers.0"), ("h = call(h, **kw)", "layers.1"),
+                      ("h = call(h, **kw)", "layers.2"), "out = h"), ["x", "kw"], globals_={**GLOBALS, "call": call})
+    middle = sgs[2]
+    assert middle.spread_inputs == {"kw"}
+    plain = {"scale": 2.0}
+    with tripwires_off():
+        assert "kw" not in middle.forward(None, h=torch.ones(1), kw=plain)  # spread by the call: the cache keeps it
+        held = {"box": []}
+        got = middle.forward(None, h=torch.ones(1), kw=held)
+    assert held == {"box": []} and got["kw"] == {"box": [1]}  # a list inside may change: copied and given back

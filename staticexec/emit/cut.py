@@ -155,6 +155,21 @@ def _names(code: str) -> _Names:
     return _Names(loads, definite, stores - definite, _written_in_place(tree), _aliases(tree))
 
 
+@lru_cache(maxsize=65536)
+def _spread_only(code: str) -> frozenset[str]:
+    """Names the code reads only as `**name` in a call: spreading copies the mapping, so the code never
+    changes the mapping itself."""
+    tree = ast.parse(code)
+    spread = {id(k.value) for node in ast.walk(tree) if isinstance(node, ast.Call)
+              for k in node.keywords if k.arg is None and isinstance(k.value, ast.Name)}
+    seen: dict[str, bool] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            only = isinstance(node.ctx, ast.Load) and id(node) in spread
+            seen[node.id] = seen.get(node.id, True) and only
+    return frozenset(name for name, only in seen.items() if only)
+
+
 def _inner_stores(tree: ast.AST) -> set[str]:
     """Names bound only inside comprehensions, lambdas and local functions: not the frame's."""
     inner: set[str] = set()
@@ -297,6 +312,7 @@ class Piece:
     definite_outputs: set[str] = field(default_factory=set)  # surely bound when the piece ends
     reads: dict[str, list[str]] = field(default_factory=dict)  # input -> the model lines whose code reads it
     passed_through: set[str] = field(default_factory=set)  # inputs it never rebinds: outputs only if changed
+    spread_inputs: set[str] = field(default_factory=set)  # inputs its code reads only as `**name`
 
 
 def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
@@ -377,6 +393,10 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         # what a piece receives and a later one reads passes through it: the piece may change it
         piece.outputs = sorted(stored | set(inputs))
         piece.passed_through = set(inputs) - stored
+        piece.spread_inputs = {n for n in piece.passed_through
+                               if all(n in _spread_only(step.code) or n not in _names(step.code).loads
+                                      for step in piece.steps)
+                               and not any(n in _names(s).loads for step in piece.steps for s in step.scopes)}
     _carry_aliases(pieces, _alias_groups(steps), before)
     # keep only outputs a later piece reads (and the final output)
     for i, piece in enumerate(pieces):
@@ -417,6 +437,7 @@ def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_
         target_origins=[s.origin for s in steps],
         written_inputs=set(piece.written_inputs),
         passed_through=set(piece.passed_through) & set(piece.outputs),
+        spread_inputs=set(piece.spread_inputs),
         input_reads={k: tuple(v) for k, v in piece.reads.items()},
         _globals=globals_,
     )

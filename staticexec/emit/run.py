@@ -159,6 +159,7 @@ class Subgraph:
     target_origins: list[str] = field(default_factory=list, repr=False)
     written_inputs: set[str] = field(default_factory=set)  # inputs its code may change in place
     passed_through: set[str] = field(default_factory=set)  # outputs it received and never rebinds
+    spread_inputs: set[str] = field(default_factory=set)  # inputs its code reads only as `**name`
     input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
@@ -212,7 +213,8 @@ class Subgraph:
                 values[k] = fresh = memo.get(id(v), v) if memo else v
                 if checked and fresh is v:
                     shared.append((k, v, _version(v)))
-            elif kind == _ATOM:
+            elif kind == _ATOM or kind == _DICT and k in self.spread_inputs and all(
+                    _kind(type(x)) == _ATOM for x in v.values()):  # spread (copied) by the call, holding no state
                 values[k] = v
             else:
                 values[k] = fresh = _fresh(v, memo)
@@ -424,13 +426,17 @@ def _unpack(value: Any) -> Any:
     kind = _kind(type(value))
     if kind <= _TENSOR_KIND:
         return value
+    # a container with nothing packed in it is given back as it came (the copying that follows decides
+    # whether the subgraph gets a copy)
     if kind == _TUPLE:
         items = [_unpack(v) for v in value]
-        return value if all(a is b for a, b in zip(items, value)) else tuple(items)  # a tuple can't change
+        return value if all(a is b for a, b in zip(items, value)) else tuple(items)
     if kind == _LIST:
-        return [_unpack(v) for v in value]
+        items = [_unpack(v) for v in value]
+        return value if all(a is b for a, b in zip(items, value)) else items
     if kind == _DICT:
-        return {k: _unpack(v) for k, v in value.items()}
+        items = {k: _unpack(v) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else items
     if isinstance(value, Packed):
         return value.rebuild()
     return value

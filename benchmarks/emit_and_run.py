@@ -146,13 +146,7 @@ def main() -> None:
 
 def goals(results: list[dict], results_no_cache: list[dict]) -> str:
     """Each goal against the measured row it is about: met or not, from the numbers of this run."""
-    by = {r["layers"]: r for r in results}
-    checks = []
-    if 80 in by:
-        checks.append(("emission (warm) at 80 layers", f"{by[80]['warm']:.1f} ms", "under 40 ms", by[80]["warm"] < 40))
-    if 8 in by:
-        checks.append(("chain / forward at 8 layers", f"{by[8]['chain_ratio']:.2f}", "at most 1.00 (no slower than the forward)",
-                       by[8]["chain_ratio"] <= 1.0))
+    checks = []  # emission and the chain against the forward are judged against llm-compressor's tracer (versus_tracer.py)
     for table, rows in (("use_cache on", results), ("use_cache=False", results_no_cache)):
         at = {r["layers"]: r for r in rows}
         for layers in (8, 80):
@@ -208,18 +202,20 @@ same measures, emission not repeated:
 
 {chr(10).join(lines_no_cache)}
 
-Goals, against this run's numbers:
+The run-time checks' goal, against this run's numbers (emission and the chain against the forward
+are judged side by side with llm-compressor's own tracer, below):
 
 {goals(results, results_no_cache)}
 
 The chain keeps llm-compressor's Subgraph contract (docs/subgraph-contract.md): each subgraph
-copies the mutable values it receives (the decorator states, the keyword dicts, the model's
-default `DynamicCache` with its tensors, which the forward builds when `use_cache` is on) so
-that a second run gives the same outputs, and `run_subgraphs` rebuilds values between
-subgraphs as llm-compressor's cache does. On this tiny model that fixed cost per subgraph is
-of the order of the layer's own compute; it is per subgraph, not per FLOP, so it shrinks
-relative to real layer sizes. The second table shows the chain without the cache copy, as
-it runs in calibration, and the checks' share of that smaller chain.
+copies the mutable values it receives that its code or the code it calls could change (a
+decorator's published collector, keyword dicts it does more with than spread into a call, the
+model's default `DynamicCache` with its tensors, which the forward builds when `use_cache` is
+on) so that a second run gives the same outputs, gives back only what it bound or copied, and
+`run_subgraphs` rebuilds values between subgraphs as llm-compressor's cache does. That cost is
+per subgraph, not per FLOP, so it shrinks relative to real layer sizes; with the KV cache on it
+grows with depth, since the whole cache is copied. The second table shows the chain without the
+cache, as it runs in calibration, and the checks' share of that chain.
 """
 
 if __name__ == "__main__":

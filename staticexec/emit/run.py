@@ -198,7 +198,14 @@ class Subgraph:
             value = namespace.get(name, _MISSING)
             if value is not _MISSING and scope.get(alias, _MISSING) is not value:
                 scope[alias] = value
-        unpacked = {k: _unpack(v) for k, v in inputs.items()}  # alive while copied: the memo is keyed by id
+        unpacked = inputs  # alive while copied: the memo is keyed by id
+        for k, v in inputs.items():
+            if _kind(type(v)) > _TENSOR_KIND:  # a container or a packed mapping
+                fresh = _unpack(v)
+                if fresh is not v:
+                    if unpacked is inputs:
+                        unpacked = dict(inputs)
+                    unpacked[k] = fresh
         memo: dict = {}
         written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)
                    if not _views_another(unpacked[k], k, unpacked)} if self.written_inputs else {}

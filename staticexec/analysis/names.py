@@ -22,6 +22,7 @@ import jedi
 _ENV = jedi.InterpreterEnvironment()
 
 from staticexec.analysis import jedicache  # noqa: F401  parso's disk cache: safe to share, quick to read
+from staticexec.analysis import parsosearch  # noqa: F401  the name at a position, found without walking the module
 from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path, real_path
 

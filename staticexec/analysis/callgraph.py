@@ -252,14 +252,16 @@ class CallGraphBuilder:
         if len(code) > 160:
             code = code[:157] + "..."
         func_value = self._callee(call, ctx, env, self_class)
-        # a callee the call graph does not enter (a builtin, torch's) is only asked whether its
-        # arguments hold targets, which a module-level name never does: those are not resolved
-        unentered = bool(func_value) and all(
-            isinstance(a, Function) and (a.ref.module == "builtins" or self.resolver.is_external(a.ref.module))
+        # a call the call graph does not enter (data such as a tensor's method, a builtin, torch's
+        # functions) is only asked whether its arguments hold targets, which a module-level name
+        # never does: those are not resolved
+        enters = any(
+            isinstance(a, (Instance, Container))
+            or (isinstance(a, Function) and a.ref.module != "builtins" and not self.resolver.is_external(a.ref.module))
             for a in func_value
         )
         arg_values = [
-            DATA if unentered and _module_level_reference(a.value, env, ctx.locals) else self.resolver.eval(a.value, ctx, env)
+            DATA if not enters and _module_level_reference(a.value, env, ctx.locals) else self.resolver.eval(a.value, ctx, env)
             for a in call.args
         ]
         hidden = self._hiding_reason(call, ctx, env, func_value, arg_values)

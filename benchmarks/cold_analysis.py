@@ -10,12 +10,15 @@ memory. Two columns:
 - first run: jedi's and parso's disk caches empty (a fresh XDG_CACHE_HOME), as on a new machine;
 - later runs: the same caches as the first run left them, the median of `--repeat` runs.
 
+Each is given as wall time and as the CPU time of the timed process: on a machine shared with
+other work the wall time grows with the load, the CPU time much less.
+
     .venv/bin/python benchmarks/cold_analysis.py [--repeat 3] [--cpu 0] [--out docs/benchmarks-analysis.md]
 
 Two versions side by side: run one copy per core (`--cpu 0` and `--cpu 1`), each with its own
 checkout first on PYTHONPATH.
 
-The goal is 5 s at most per model (aim: 2 s), for the later runs.
+The goals: 2 s at most per model for the later runs, 5 s at most for the first run (wall time).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ ARCHITECTURES = (
     "LlamaForCausalLM", "Qwen3MoeForCausalLM", "GPT2LMHeadModel", "LlavaForConditionalGeneration",
     "WhisperForConditionalGeneration", "T5ForConditionalGeneration", "BartForConditionalGeneration",
 )
-GOAL = 5.0
+GOAL_LATER = 2.0
+GOAL_FIRST = 5.0
 
 
 def one(arch: str) -> dict:
@@ -51,9 +55,9 @@ def one(arch: str) -> dict:
     model = build_tiny_model(arch)
     sample = sample_inputs(model)
     targets = list(model._no_split_modules or [])
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     subgraphs = staticexec.subgraphs(model, sample, targets)
-    return {"seconds": time.perf_counter() - start, "subgraphs": len(subgraphs)}
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "subgraphs": len(subgraphs)}
 
 
 def child(arch: str, cache: str, cpu: int) -> dict:
@@ -68,13 +72,20 @@ def child(arch: str, cache: str, cpu: int) -> dict:
 def measure(arch: str, repeat: int, cpu: int) -> dict:
     with tempfile.TemporaryDirectory() as cache:
         first = child(arch, cache, cpu)
-        later = [child(arch, cache, cpu)["seconds"] for _ in range(repeat)]
-    return {"arch": arch, "subgraphs": first["subgraphs"], "first": first["seconds"], "later": statistics.median(later)}
+        later = [child(arch, cache, cpu) for _ in range(repeat)]
+    return {"arch": arch, "subgraphs": first["subgraphs"], "first": first["seconds"], "first_cpu": first["cpu"],
+            "later": statistics.median(r["seconds"] for r in later), "later_cpu": statistics.median(r["cpu"] for r in later)}
+
+
+HEADER = ("| architecture | subgraphs | first run (s) | later runs (s) | first run, CPU (s) | later runs, CPU (s) "
+          "| first within 5 s | later within 2 s |")
 
 
 def row(r: dict) -> str:
-    verdict = "yes" if r["later"] <= GOAL else "no"
-    return f"| {r['arch']} | {r['subgraphs']} | {r['first']:.2f} | {r['later']:.2f} | {verdict} |"
+    first = "yes" if r["first"] <= GOAL_FIRST else "no"
+    later = "yes" if r["later"] <= GOAL_LATER else "no"
+    return (f"| {r['arch']} | {r['subgraphs']} | {r['first']:.2f} | {r['later']:.2f} | {r['first_cpu']:.2f} "
+            f"| {r['later_cpu']:.2f} | {first} | {later} |")
 
 
 def main() -> None:
@@ -91,7 +102,8 @@ def main() -> None:
     import torch
     import transformers
 
-    lines = ["| architecture | subgraphs | first run (s) | later runs (s) | within 5 s |", "|---|---|---|---|---|"]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines = [HEADER, "|---|---|---|---|---|---|---|---|"]
     print("\n".join(lines), flush=True)
     for arch in args.architectures:
         line = row(measure(arch, args.repeat, args.cpu))
@@ -103,13 +115,37 @@ def main() -> None:
 Measured by `benchmarks/cold_analysis.py` (`make bench`), never by tests.
 {__doc__.split(chr(10), 2)[2].split(chr(10) + "    .venv")[0].strip()}
 
-Machine: {platform.machine()}, Python {platform.python_version()}, torch {torch.__version__},
-transformers {transformers.__version__}.
+Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, torch {torch.__version__},
+transformers {transformers.__version__}; load average {load:.1f} when the run began.
 
 {chr(10).join(lines)}
 
-Goal: 5 s at most per model in the later runs (aim: 2 s). With the plans shipped in the
-package for the installed transformers, no analysis runs (see docs/llmcompressor.md).
+Goals: 2 s at most per model in the later runs, 5 s at most in the first run (wall time).
+With a load average above the number of cores, the wall times measure the load more than the
+analysis: judge by the CPU columns then.
+With the plans shipped in the package for the installed transformers, no analysis runs (see
+docs/llmcompressor.md).
+
+## Where the time goes
+
+Profiled with cProfile (Llama and Whisper). The analysis asks jedi where names are defined,
+and jedi reads every module it follows: 50 to 100 of them, among them torch's stubs
+(`torch/_C/_VariableFunctions.pyi` alone is 1 MB, read for any `torch.<function>`),
+`transformers/modeling_utils.py`, `generation/utils.py`, numpy's stubs where a model calls numpy,
+and jedi's own typeshed.
+
+- Later runs: about half is jedi reading those modules back from its disk cache (unpickling
+  parso trees) and resolving names in them; the rest is staticexec's own resolver, libcst and
+  emission. What made them fast: no automatic garbage collection during the analysis (it walked
+  the millions of parse-tree objects the analysis keeps, a third of the time), each module's
+  index of used names stored with its tree instead of rebuilt by a walk in every process,
+  parso's name-at-position search pruned by position, and no jedi lookups of module-level
+  names given to calls the call graph does not enter (`isinstance(x, (torch.Tensor, BlockMask))`,
+  `x.to(dtype=torch.bool)`).
+- First run: parso parsing those modules is about 60% and pickling them into the cache about
+  20%. Only reading fewer modules shortens it. The lookups no longer made save a fifth of it
+  for most models. Whisper also reads numpy's stubs and analyses some of the numpy functions it
+  calls, which is why it stays well over 5 s.
 """
         with open(args.out, "w", encoding="utf-8") as handle:
             handle.write(text)

@@ -542,3 +542,42 @@ def test_a_root_without_a_forward_is_a_usage_error(tmp_path):
             class Model:
                 pass
             """)
+
+
+def test_module_level_names_given_to_a_call_not_entered_are_not_resolved(tmp_path, monkeypatch):
+    """`isinstance(x, (torch.Tensor, SPECIAL))`, `x.to(dtype=torch.float32)`: what those names are can't
+    make the call reach a target, so jedi is not asked; an attribute of self given to a builtin still
+    is evaluated."""
+    from staticexec.analysis.names import NameResolver
+
+    asked, goto = [], NameResolver.goto
+
+    def counting(self, sf, line, column):
+        asked.append((sf.module, line))
+        return goto(self, sf, line, column)
+
+    monkeypatch.setattr(NameResolver, "goto", counting)
+    graph, module = build(tmp_path, "builtin_args", """
+        SPECIAL = (Plain,)
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([Layer()])
+
+            def forward(self, x):
+                if isinstance(x, (torch.Tensor, SPECIAL)) and callable(self.layers):
+                    x = x + 1
+                x = x.to(dtype=torch.float32)
+                for layer in self.layers:
+                    x = layer(x)
+                return x
+        """)
+    text = (tmp_path / f"{module}.py").read_text().splitlines()
+    for call in ("isinstance(", ".to(dtype"):
+        line = next(i for i, code in enumerate(text, 1) if call in code)
+        assert (module, line) not in asked
+    assert edges(graph, module) == {"Model.forward -> target:Layer"}
+    site = next(s for s in graph.functions[graph.root].calls.values() if s.code.startswith("callable("))
+    assert site.args_hold_targets and not site.callees

@@ -252,7 +252,18 @@ class CallGraphBuilder:
         if len(code) > 160:
             code = code[:157] + "..."
         func_value = self._callee(call, ctx, env, self_class)
-        arg_values = [self.resolver.eval(a.value, ctx, env) for a in call.args]
+        # a call the call graph does not enter (data such as a tensor's method, a builtin, torch's
+        # functions) is only asked whether its arguments hold targets, which a module-level name
+        # never does: those are not resolved
+        enters = any(
+            isinstance(a, (Instance, Container))
+            or (isinstance(a, Function) and a.ref.module != "builtins" and not self.resolver.is_external(a.ref.module))
+            for a in func_value
+        )
+        arg_values = [
+            DATA if not enters and _module_level_reference(a.value, env, ctx.locals) else self.resolver.eval(a.value, ctx, env)
+            for a in call.args
+        ]
         hidden = self._hiding_reason(call, ctx, env, func_value, arg_values)
         callees: list[str] = []
         targets: list[str] = []
@@ -423,6 +434,22 @@ def _holds_target(value: Value, builder: CallGraphBuilder, depth: int = 0) -> bo
         if isinstance(atom, Container) and _holds_target(atom.elem, builder, depth + 1):
             return True
     return False
+
+
+def _module_level_reference(node: cst.BaseExpression, params: dict[str, Value], local_names: dict[str, list]) -> bool:
+    """Whether an expression is a module-level name (neither a parameter nor a local), a dotted name
+    on one, or a tuple or list of those (`(torch.Tensor, BlockMask)` given to `isinstance`).
+
+    Its value can't hold a target: a module-level name is a class, function, module, constant or
+    a module-level display of those (the resolver evaluates no call at module level), and an
+    attribute of any of those is again one of those, or data. Finding which one it is can cost
+    jedi whole modules (the file `BlockMask` is imported from, and what that file imports)."""
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(not isinstance(e, cst.StarredElement) and _module_level_reference(e.value, params, local_names)
+                   for e in node.elements)
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value not in params and node.value not in local_names
 
 
 def _rooted_at(node: cst.BaseExpression, name: str | None) -> bool:

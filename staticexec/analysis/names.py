@@ -13,56 +13,18 @@ from __future__ import annotations
 
 import ast
 import os
-import pickle
 import sys
 import sysconfig
-import tempfile
 from dataclasses import dataclass
 
 import jedi
 
 _ENV = jedi.InterpreterEnvironment()
-import parso.cache
 
+from staticexec.analysis import jedicache  # noqa: F401  parso's disk cache: safe to share, quick to read
+from staticexec.analysis import parsosearch  # noqa: F401  the name at a position, found without walking the module
 from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path, real_path
-
-
-def _save_atomically(hashed_grammar, path, item, cache_path=None) -> None:
-    """parso's cache write, made whole-or-nothing: a temporary file renamed into place.
-
-    parso pickles a parsed module straight into its cache file. A process
-    reading that file while another writes it (parallel workers planning on a
-    cold cache), or after a worker was killed mid-write, unpickles a cut file;
-    jedi's `goto` then raises and the names of that module (every `torch.*`
-    function, from torch's 30,000-line stub) come out unresolved. With the
-    rename, a reader sees no file or a whole one.
-    """
-    target = parso.cache._get_hashed_path(hashed_grammar, path, cache_path=cache_path)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix=".tmp-", suffix=".pkl")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(item, handle, pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-_parso_load = parso.cache._load_from_file_system
-
-
-def _load_or_miss(hashed_grammar, path, p_time, cache_path=None):
-    """parso's cache read, where a cut or unreadable file (left by an older writer) is a miss, not an error."""
-    try:
-        return _parso_load(hashed_grammar, path, p_time, cache_path=cache_path)
-    except (EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError, ValueError):
-        return None
-
-
-parso.cache._save_to_file_system = _save_atomically
-parso.cache._load_from_file_system = _load_or_miss
 
 
 @dataclass(frozen=True)

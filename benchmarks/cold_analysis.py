@@ -1,6 +1,8 @@
 """Benchmark: a model with no plan, split in a fresh process on one core.
 
-For each architecture, a tiny model is built from its config class (not timed), then
+For each architecture, and each folder of remote code of the project's own corpus
+(fixtures/remote_code, built with transformers' trust_remote_code loader, its default targets the
+model's `_no_split_modules`), a tiny model is built from its config class (not timed), then
 `staticexec.subgraphs(model, sample, model._no_split_modules)` is timed with the shipped
 plans turned off (STATICEXEC_SHIPPED_PLANS=0), so the whole analysis runs: names resolved
 across files with jedi, call graph, plan, then emission. Every run is a new process pinned
@@ -37,6 +39,8 @@ ARCHITECTURES = (
     "LlamaForCausalLM", "Qwen3MoeForCausalLM", "GPT2LMHeadModel", "LlavaForConditionalGeneration",
     "WhisperForConditionalGeneration", "T5ForConditionalGeneration", "BartForConditionalGeneration",
 )
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REMOTE_CODE = os.path.join(ROOT, "fixtures", "remote_code")
 GOAL_LATER = 2.0
 GOAL_FIRST = 5.0
 
@@ -51,13 +55,34 @@ def one(arch: str) -> dict:
     from staticexec.check.models import build_tiny_model
     from staticexec.check.samples import sample_inputs
 
+    from staticexec.messages import Refused
+
     torch.set_num_threads(1)
-    model = build_tiny_model(arch)
-    sample = sample_inputs(model)
+    if os.path.isdir(arch):  # a folder of remote code
+        model = _remote_code_model(arch)
+        sample = {"input_ids": torch.randint(3, 64, (2, 6))}
+        sample["attention_mask"] = torch.ones_like(sample["input_ids"])
+    else:
+        model = build_tiny_model(arch)
+        sample = sample_inputs(model)
     targets = list(model._no_split_modules or [])
     start, cpu = time.perf_counter(), time.process_time()
-    subgraphs = staticexec.subgraphs(model, sample, targets)
-    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "subgraphs": len(subgraphs)}
+    try:
+        subgraphs = len(staticexec.subgraphs(model, sample, targets))
+    except Refused:  # the analysis ran to its end; the time is what it took to refuse
+        subgraphs = "refused"
+    return {"seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "subgraphs": subgraphs}
+
+
+def _remote_code_model(folder: str):
+    """The folder's model as transformers builds remote code: its config and auto class read from the folder."""
+    import torch
+    import transformers
+
+    config = transformers.AutoConfig.from_pretrained(folder, trust_remote_code=True)
+    auto = "AutoModelForCausalLM" if "AutoModelForCausalLM" in config.auto_map else "AutoModel"
+    torch.manual_seed(0)
+    return getattr(transformers, auto).from_config(config, trust_remote_code=True).eval()
 
 
 def child(arch: str, cache: str, cpu: int) -> dict:
@@ -73,7 +98,8 @@ def measure(arch: str, repeat: int, cpu: int) -> dict:
     with tempfile.TemporaryDirectory() as cache:
         first = child(arch, cache, cpu)
         later = [child(arch, cache, cpu) for _ in range(repeat)]
-    return {"arch": arch, "subgraphs": first["subgraphs"], "first": first["seconds"], "first_cpu": first["cpu"],
+    label = f"{os.path.relpath(arch, ROOT)} (remote code)" if os.path.isdir(arch) else arch
+    return {"arch": label, "subgraphs": first["subgraphs"], "first": first["seconds"], "first_cpu": first["cpu"],
             "later": statistics.median(r["seconds"] for r in later), "later_cpu": statistics.median(r["cpu"] for r in later)}
 
 
@@ -94,11 +120,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cpu", type=int, default=0, help="the core every timed run is pinned to")
     parser.add_argument("--out", help="also write the table into this Markdown file")
-    parser.add_argument("architectures", nargs="*", default=list(ARCHITECTURES))
+    parser.add_argument("architectures", nargs="*", help="architectures or remote-code folders (default: the seven "
+                        "architectures above and every folder of fixtures/remote_code)")
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one(args.one)))
         return
+    if not args.architectures:
+        args.architectures = [*ARCHITECTURES, *(os.path.join(REMOTE_CODE, name) for name in sorted(os.listdir(REMOTE_CODE))
+                                                if os.path.isfile(os.path.join(REMOTE_CODE, name, "config.json")))]
     import torch
     import transformers
 

@@ -97,7 +97,8 @@ RESULTS = os.path.join("docs", "compatibility")
 # what a committed row keeps of a case's result: no timings, so the file only changes with a verdict
 ROW_FIELDS = ("status", "reason", "subgraphs", "targets_called", "calls")
 # staticexec's own dependencies, pinned as in constraints.txt; transformers' are pip's choice per release
-OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "pytest-xdist", "execnet", "jsonschema", "accelerate", "psutil")
+OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "pytest-xdist", "execnet", "jsonschema", "accelerate", "psutil",
+            "pillow")
 # the package's files that verify never runs, by their path below the package
 REPORT_TOOLING = {"check/matrix.py", "cli.py", "drift.py", "plans.py", "check/coverage.py", "graph.py", "explain.py"}
 
@@ -268,7 +269,7 @@ def build_env(release: str, envs: str, root: str, tests: bool = False) -> str:
         # the CPU build of torch first: a plain `torch` requirement would pull a CUDA build
         [python, "-m", "pip", "install", "-q", "torch==2.13.0"],
         [python, "-m", "pip", "install", "-q", "-c", pins, f"transformers=={release}", "-e",
-         f"{root}[test]" if tests else root],
+         f"{root}[test]" if tests else f"{root}[samples]"],
     ]
     for step in steps:
         print("$", " ".join(step), flush=True)

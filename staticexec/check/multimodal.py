@@ -174,6 +174,22 @@ def _instruction(model: Any, seed: int) -> dict:
     return {"qformer_input_ids": ids, "qformer_attention_mask": torch.ones_like(ids)}
 
 
+class NoMediaInput(TinyBuildError):
+    """The forward takes no image or audio tensor: there is nothing for a multimodal sample to add."""
+
+
+# Names of the image and audio tensors a forward may take (besides AUDIO_INPUTS).
+IMAGE_INPUTS = ("pixel_values", "flattened_patches", "images", "image")
+
+
+def takes_media(model: Any) -> bool:
+    """Whether the model's forward takes an image or audio tensor."""
+    from staticexec.check.audio import AUDIO_INPUTS
+
+    params = inspect.signature(model.forward).parameters
+    return any(name in params for name in IMAGE_INPUTS + AUDIO_INPUTS)
+
+
 def takes_audio(model: Any) -> bool:
     """Whether the model's forward takes one of the audio inputs (`AUDIO_INPUTS`)."""
     from staticexec.check.audio import AUDIO_INPUTS
@@ -203,6 +219,9 @@ def multimodal_samples(model: Any, *, seed: int = 0) -> Iterator[dict]:
     """
     from staticexec.check.processors import processor_samples
 
+    if not takes_media(model):
+        raise NoMediaInput(f"{type(model).__name__}.forward takes no image or audio tensor "
+                           f"({', '.join(IMAGE_INPUTS)}, ...): a multimodal sample has nothing to add")
     made = 0
     try:
         for sample in processor_samples(model, seed=seed):

@@ -502,6 +502,9 @@ def _image_processor_sample(model: Any, image: Any, words: list[str]) -> dict:
     """The image as the architecture's image processor packs it, with as many placeholder tokens as
     get_image_features returns feature vectors, after the first word."""
     config = model.config
+    if "vision_config" in vars(config) and config.vision_config is None:
+        raise ProcessorUnavailable(f"{type(config).__name__}() has no vision_config, so the model built from its "
+                                   "defaults has no vision tower; verify with a config that has one (--config)")
     token = image_token(config)
     if token is None or image_features_fn(model) is None:
         raise ProcessorUnavailable(f"{type(model).__name__} has no image token id or get_image_features to count "

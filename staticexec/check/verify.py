@@ -338,7 +338,10 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
         else:
             sample = sample_inputs(model)
     except TinyBuildError as exc:
-        verdict.status, verdict.reason = "build-failed", f"no {mode} sample: {exc}"
+        from staticexec.check.multimodal import NoMediaInput
+
+        verdict.status = "n/a" if isinstance(exc, NoMediaInput) else "build-failed"
+        verdict.reason = f"no {mode} sample: {exc}"
         return verdict
     log = _CallLog(model, set(targets))
     try:

@@ -86,11 +86,21 @@ ENCODER_DECODER = [
     ("Speech2TextForConditionalGeneration", ["Speech2TextEncoderLayer", "Speech2TextDecoderLayer"], "multimodal"),
 ]
 
+# vision-language models whose samples their own processor makes (check/processors.py) and no hand-built
+# layout could: default targets (vision and text layers), in every release that has them
+PROCESSOR_SAMPLES = [
+    "BlipForConditionalGeneration", "DeepseekOcr2ForConditionalGeneration", "DeepseekVLForConditionalGeneration",
+    "DeepseekVLHybridForConditionalGeneration", "Florence2ForConditionalGeneration", "GitForCausalLM",
+    "JanusForConditionalGeneration", "Kosmos2ForConditionalGeneration", "Kosmos2_5ForConditionalGeneration",
+    "Pix2StructForConditionalGeneration", "T5Gemma2ForConditionalGeneration", "VideoLlama3ForConditionalGeneration",
+]
+
 GROUPS = {
     "foundation": "the 14 foundation architectures",
     "vision-and-text": "12 vision-language models, multimodal samples, vision and text layers as targets",
     "encoder-decoder": "encoder and decoder layers as targets",
     "sample": "40 more, spread over every task",
+    "processor-samples": "12 vision-language models, samples made by their own processor, default targets",
 }
 VERDICTS = ("ok", "refused", "not-ok", "absent")
 RESULTS = os.path.join("docs", "compatibility")
@@ -125,11 +135,13 @@ class Case:
 
 
 def cases() -> list[Case]:
-    """The fixed cases every release runs: foundation, vision-and-text, encoder-decoder and sample groups."""
+    """The fixed cases every release runs: foundation, vision-and-text, encoder-decoder, sample and
+    processor-samples groups."""
     out = [Case("foundation", a) for a in FOUNDATION]
     out += [Case("vision-and-text", a, "multimodal", tuple(v + t)) for a, v, t in VISION_AND_TEXT]
     out += [Case("encoder-decoder", a, s, tuple(t)) for a, t, s in ENCODER_DECODER]
     out += [Case("sample", a, s) for a, s in SAMPLE]
+    out += [Case("processor-samples", a, "multimodal") for a in PROCESSOR_SAMPLES]
     return out
 
 
@@ -327,14 +339,15 @@ def write_report(folder: str, path: str) -> None:
         "analysis said where and why it can't prove a target call. not ok: anything else (a mismatch, a crash,",
         "a model that can't be built or run). absent: the release has no such architecture.",
         "",
-        "| release | ok | refused | not ok | absent | foundation | vision and text | encoder-decoder | sample | analysis |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| release | ok | refused | not ok | absent | foundation | vision and text | encoder-decoder | sample "
+        "| processor samples | analysis |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     details: list[str] = []
     for release in RELEASES:
         data = _read(results_path(folder, release))
         if not data:
-            lines.append(f"| {release} | not run | | | | | | | | |")
+            lines.append(f"| {release} | not run | | | | | | | | | |")
             continue
         rows = data["rows"]
         counts = dict.fromkeys(VERDICTS, 0)

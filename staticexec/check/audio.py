@@ -78,6 +78,11 @@ def _first_int(configs: list[Any], fields: tuple[str, ...]) -> int | None:
     return None
 
 
+def feature_width(config: Any) -> int | None:
+    """The channels of one spectrogram frame the audio encoder takes (num_mel_bins, feature_size, ...)."""
+    return _first_int(_sub_configs(config), FEATURE_FIELDS)
+
+
 def _audio_input(model: nn.Module) -> str:
     """The name of the audio tensor forward takes."""
     params = inspect.signature(model.forward).parameters

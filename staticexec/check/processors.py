@@ -241,10 +241,10 @@ def fitted_kwargs(cls: type, config: Any) -> dict[str, Any]:
 def audio_kwargs(cls: type, config: Any) -> dict[str, Any]:
     """Settings of a feature extractor class made consistent with the tiny config: its feature size (mel
     bins) is the audio encoder's."""
-    from staticexec.check.audio import FEATURE_FIELDS, _sub_configs, _first_int
+    from staticexec.check.audio import feature_width
 
     params = inspect.signature(cls.__init__).parameters
-    mels = _first_int(_sub_configs(config), FEATURE_FIELDS)
+    mels = feature_width(config)
     out: dict[str, Any] = {}
     for name in ("feature_size", "num_mel_bins", "n_mels"):
         if name in params and mels is not None:

@@ -1,13 +1,14 @@
 """Samples as a model's users build them: the architecture's own processor turns a random image into inputs.
 
-Which processor, image processor, video processor or feature extractor an architecture has is read
+Which processor, image processor or feature extractor an architecture has is read
 from transformers' auto mappings by the config's `model_type` (the mapping names only, so every
 release from 5.15 on answers the same way). Nothing comes from the hub: each part is built from its
 class defaults, made consistent with the tiny config (image size, patch size, merge size, token
 ids: `fitted_kwargs`), and the tokenizer is a word-level one built here (`word_level_tokenizer`)
 whose special tokens carry the config's own ids. The processor then does what it does for a user:
 resizes and packs the image (grids, tiles, patches, `image_sizes`, `image_grid_thw`) and expands the
-placeholder in the text into as many image tokens as it computes.
+placeholder in the text into as many image tokens as it computes. An audio-language model's processor
+gets a second of noise through its feature extractor instead.
 
 A processor's own count of image tokens follows its checkpoint's settings, which a tiny config need
 not share; the model's forward is the judge (verify tries the samples in order until it accepts
@@ -33,10 +34,9 @@ from transformers.utils import is_torchvision_available
 from staticexec.check.configs import TinyBuildError, special_token_ids
 from staticexec.check.features import error_line, feature_count, image_features_fn, image_token
 
-__all__ = ["ProcessorUnavailable", "processor_names", "processor_samples", "word_level_tokenizer"]
+__all__ = ["ProcessorUnavailable", "audio_kwargs", "build_processor", "fitted_kwargs", "processor_names",
+           "processor_samples", "word_level_tokenizer"]
 
-# Sub-processors a processor class is made of, in the order they are built here.
-IMAGE_PARTS = ("image_processor",)
 # No image edge is longer: a size setting beyond it is a pixel budget.
 MAX_EDGE = 16384
 # How many patches a processor that flattens an image into a fixed number of patches gives.
@@ -189,10 +189,11 @@ def _size_like(default: Any, height: int, width: int) -> Any:
 def fitted_kwargs(cls: type, config: Any) -> dict[str, Any]:
     """Settings of an image processor class made consistent with the tiny config.
 
-    The image size is the vision config's (position embeddings are fixed to it); patch, merge and
-    temporal patch sizes are the vision config's, and a processor that sizes images by pixel count
-    (min/max pixels) is held to a small grid of patch * merge blocks. Every setting is one the class
-    defaults already have; splitting an image into many crops is turned off, to keep the sample small.
+    The image size is the vision config's (position embeddings are fixed to it), or a small image's
+    (`_small_side`) where it gives none; patch, merge and temporal patch sizes are the vision config's;
+    a processor that sizes images by a pixel budget (min/max pixels, or a size whose edges are pixel
+    counts) gets the small image's. Only settings the class defaults have are set; splitting an image
+    into many crops is turned off, to keep the sample small.
     """
     configs = _configs(config)
     try:
@@ -201,32 +202,29 @@ def fitted_kwargs(cls: type, config: Any) -> dict[str, Any]:
         defaults = None
     attrs = dict(vars(defaults)) if defaults is not None else {}
     out: dict[str, Any] = {}
-    patch = _pair(_lookup(configs, "patch_size"))
-    merge = _lookup(configs, "spatial_merge_size", "merge_size")
-    side = _pair(_lookup(configs, "image_size"))
     small = _small_side(configs)
+    side = _pair(_lookup(configs, "image_size")) or (small, small)
     for name in ("patch_size", "temporal_patch_size"):
         value = _lookup(configs, name)
         if name in attrs and isinstance(value, int):
             out[name] = value if isinstance(attrs[name], int) else _square(attrs[name], value)
+    merge = _lookup(configs, "spatial_merge_size", "merge_size")
     if "merge_size" in attrs and isinstance(merge, int):
         out["merge_size"] = merge
-    side = side or (small, small)
-    if side is not None:
-        for name in ("size", "crop_size"):
-            if name in attrs and attrs[name] is not None:
-                value = _size_like(attrs[name], *side)
-                if value is not None:
-                    out[name] = value
-        if "min_pixels" in attrs or "max_pixels" in attrs or _counts_pixels(attrs.get("size")):
-            pixels = small * small  # a pixel budget: the small image's own
-            out.update({k: pixels for k in ("min_pixels", "max_pixels") if k in attrs})
-            if "size" in attrs:
-                out["size"] = {"shortest_edge": pixels, "longest_edge": pixels}
-        if isinstance(attrs.get("max_image_size"), dict):
-            out["max_image_size"] = {"longest_edge": max(side)}
-        elif isinstance(attrs.get("max_image_size"), int):
-            out["max_image_size"] = max(side)
+    for name in ("size", "crop_size"):
+        if attrs.get(name) is not None:
+            value = _size_like(attrs[name], *side)
+            if value is not None:
+                out[name] = value
+    if "min_pixels" in attrs or "max_pixels" in attrs or _counts_pixels(attrs.get("size")):
+        pixels = small * small
+        out.update({k: pixels for k in ("min_pixels", "max_pixels") if k in attrs})
+        if "size" in attrs:
+            out["size"] = {"shortest_edge": pixels, "longest_edge": pixels}
+    if isinstance(attrs.get("max_image_size"), dict):
+        out["max_image_size"] = {"longest_edge": max(side)}
+    elif isinstance(attrs.get("max_image_size"), int):
+        out["max_image_size"] = max(side)
     if "image_seq_length" in attrs:  # placeholders per image, where the processor reads them from here
         seq = _lookup(configs, "image_seq_length", "num_image_tokens", "mm_tokens_per_image")
         out["image_seq_length"] = seq if isinstance(seq, int) else 1
@@ -292,7 +290,10 @@ def _module_source(cls: type) -> str:
 
 
 def _token_id(config: Any, name: str) -> int | None:
-    """The config's id for a processor's `<name>` token (image_token -> image_token_id or image_token_index)."""
+    """The config's id for a processor's `<name>` token (image_token -> image_token_id or image_token_index);
+    None for a token looked up by its text alone."""
+    if not name.endswith("_token"):
+        return None
     base = name[: -len("_token")]
     configs = [config] + [v for v in vars(config).values() if hasattr(v, "to_dict")]
     for cfg in configs:

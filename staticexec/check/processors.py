@@ -526,12 +526,14 @@ def _image_processor_sample(model: Any, image: Any, words: list[str]) -> dict:
 
 
 def _forward_inputs(model: Any, raw: dict) -> dict:
-    """The processor's tensors that the forward takes, an all-ones attention mask where it gave none, and
-    decoder ids for an encoder-decoder (the processor makes the encoder's side only)."""
+    """The processor's tensors that the forward takes, an all-ones attention mask where it gave none,
+    decoder ids for an encoder-decoder (the processor makes the encoder's side only), and no sampling."""
+    from staticexec.check.audio import without_sampling
     from staticexec.check.samples import sample_inputs
 
     params = inspect.signature(model.forward).parameters
     out = {k: v for k, v in raw.items() if k in params and isinstance(v, torch.Tensor)}
+    out.update(without_sampling(params))
     if "attention_mask" in params and "input_ids" in out and "attention_mask" not in out:
         out["attention_mask"] = torch.ones_like(out["input_ids"])
     if getattr(model.config, "is_encoder_decoder", False) and "decoder_input_ids" in params \

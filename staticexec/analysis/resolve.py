@@ -712,7 +712,8 @@ class Resolver(ClassIndex):
 
     def _note_passed_modules(self, cls: ClassRef, node: cst.Call, ctx: FunctionContext, env: dict[str, Value]) -> None:
         """Remember the modules a constructor call passes (`SpeechT5Model(config, encoder, decoder)`), so
-        `self.decoder = Default(config) if decoder is None else decoder` in its `__init__` can hold them."""
+        `self.decoder = Default(config) if decoder is None else decoder` in its `__init__` can hold them,
+        and the sub-config it passes as `config`."""
         init = self.find_method(cls, "__init__")
         if init is None or self.is_external(init.module):
             return
@@ -721,7 +722,13 @@ class Resolver(ClassIndex):
             return
         for param, i in bind_arguments(init_ctx.params[1:], node.args):
             arg = node.args[i]
-            if param == "config" or not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
+            if param == "config":
+                # `T5Gemma2Encoder(config.encoder)`: its `config` is that sub-config, as for `_from_config`
+                paths = [a.path for a in self.eval(arg.value, ctx, env) if isinstance(a, ConfigRef)]
+                if len(paths) == 1:
+                    self.class_configs.setdefault(cls, paths[0])
+                continue
+            if not isinstance(arg.value, (cst.Name, cst.Attribute, cst.Call)):
                 continue
             value = self.eval(arg.value, ctx, env)
             if any(isinstance(a, (Instance, Container)) for a in value):

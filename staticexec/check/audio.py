@@ -78,6 +78,17 @@ def _first_int(configs: list[Any], fields: tuple[str, ...]) -> int | None:
     return None
 
 
+def without_sampling(params: Any) -> dict:
+    """`sample=False` where forward takes it: samplers of acoustic latents (VibeVoice) draw noise unless told
+    not to, and a forward that draws noise can't be compared with its subgraphs."""
+    return {"sample": False} if "sample" in params else {}
+
+
+def feature_width(config: Any) -> int | None:
+    """The channels of one spectrogram frame the audio encoder takes (num_mel_bins, feature_size, ...)."""
+    return _first_int(_sub_configs(config), FEATURE_FIELDS)
+
+
 def _audio_input(model: nn.Module) -> str:
     """The name of the audio tensor forward takes."""
     params = inspect.signature(model.forward).parameters
@@ -161,9 +172,7 @@ def _audio_features_fn(model: nn.Module) -> Any:
 def _with_masks(params: Any, name: str, audio: torch.Tensor, frames: int, dtype: torch.dtype | None,
                 encoder_mask: bool) -> dict:
     """The audio tensor plus an all-ones mask over its frames for every audio mask `params` takes."""
-    inputs = {name: audio}
-    if "sample" in params:  # samplers of acoustic latents (VibeVoice) draw noise unless told not to
-        inputs["sample"] = False
+    inputs = {name: audio, **without_sampling(params)}
     if dtype is None:
         return inputs
     masks = AUDIO_MASKS + (("attention_mask",) if encoder_mask else ())

@@ -68,6 +68,9 @@ REPAIRS: dict[str, dict[str, Any]] = {
     "diffusion_gemma_text": {"num_experts": 128, "top_k_experts": 8, "moe_intermediate_size": 704},
     # One projector is built per deepstack_layer_map pair, None by default (the checkpoint's map and rate).
     "granite4_vision": {"deepstack_layer_map": [[-19, 9], [-13, 6], [-7, 3], [-1, 0]], "downsample_rate": "4/8"},
+    # The projector pools the patch grid down to mm_tokens_per_image (256: 16 x 16), but SigLIP's default
+    # 224 px image in 16 px patches is a 14 x 14 grid (no pooling fits); the checkpoint's patches are 14 px.
+    "t5gemma2_encoder": {"vision_config": {"patch_size": 14}},
     # The decoder's attention reads num_key_value_heads, which the config class lacks (MHA, as its encoder).
     "moonshine_streaming": {"num_key_value_heads": 8},
     # The talker's MoE block reads shared_expert_intermediate_size, which the config class lacks.
@@ -147,6 +150,9 @@ _ROLES = _roles(
     ("base_filters", r"(.*_)?num_filters"),  # doubled at every (up/down)sampling stage
     ("base_channels", r"(.*_)?base_channels"),  # times channel_multiplier, GroupNorm(32) over them
     ("channel_multiplier", r"channel_multiplier|ch_mult"),
+    # The width of one flattened image patch (patch_size^2 x channels, Pix2Struct, Kosmos-2.5): the image
+    # processor's to give, so it stays as the class has it.
+    ("patch_pixels", r"patch_embed_hidden_size"),
     ("width_alias", r"(.*_)?(in|out)_dim|.*_input_size|.*_output_size"),  # equal to a width of the config, at any level
     ("width", r".*hidden_size.*|d_model|n_embd|n_embed|.*embed_dim|.*embedding_dim|.*hidden_dim|model_dim"
               r"|dim|.*embedding_size|emb_dim|.*width|.*proj_dim|.*_output_dim|.*_input_dim|out_dim|.*_d_ssm"

@@ -16,7 +16,8 @@ from staticexec.files import write_atomic
 
 CATEGORIES = {
     "ok": "ok",
-    "n/a": "nothing to verify: the attention implementation is not supported, the class has no forward, or "
+    "n/a": "nothing to verify: the attention implementation is not supported, the class has no forward, the forward "
+           "takes no image or audio (multimodal samples), or "
            "llm-compressor's pipeline has no targets to choose",
     "refused": "the analysis refused (file:line and reason)",
     "no-target": "the targets chosen as llm-compressor chooses them select no module of the model",

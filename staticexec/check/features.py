@@ -16,6 +16,29 @@ import torch
 from staticexec.check.configs import TinyBuildError
 
 
+# Where a config gives the id of its image placeholder token.
+IMAGE_TOKEN_FIELDS = ("image_token_id", "image_token_index")
+
+
+def image_token(config: Any) -> int | None:
+    """The id of the image placeholder token the model replaces with image features, if it has one."""
+    return next((getattr(config, f) for f in IMAGE_TOKEN_FIELDS if isinstance(getattr(config, f, None), int)), None)
+
+
+def image_features_fn(model: Any) -> Any:
+    """The model's get_image_features, or its inner model's (DeepSeek-VL keeps it on `model.model`); None
+    when neither has one."""
+    holder = model
+    for _ in range(3):
+        fn = getattr(holder, "get_image_features", None)
+        if fn is not None:
+            return fn
+        holder = getattr(holder, "model", None)
+        if holder is None:
+            return None
+    return None
+
+
 def feature_count(features: Any) -> int:
     """Feature vectors in what get_image_features (or get_audio_features) returns: a tensor, a
     list of them, an output object, or a tuple led by one."""

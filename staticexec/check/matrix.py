@@ -86,18 +86,29 @@ ENCODER_DECODER = [
     ("Speech2TextForConditionalGeneration", ["Speech2TextEncoderLayer", "Speech2TextDecoderLayer"], "multimodal"),
 ]
 
+# vision-language models whose samples their own processor makes (check/processors.py) and no hand-built
+# layout could: default targets (vision and text layers), in every release that has them
+PROCESSOR_SAMPLES = [
+    "BlipForConditionalGeneration", "DeepseekOcr2ForConditionalGeneration", "DeepseekVLForConditionalGeneration",
+    "DeepseekVLHybridForConditionalGeneration", "Florence2ForConditionalGeneration", "GitForCausalLM",
+    "JanusForConditionalGeneration", "Kosmos2ForConditionalGeneration", "Kosmos2_5ForConditionalGeneration",
+    "Pix2StructForConditionalGeneration", "T5Gemma2ForConditionalGeneration", "VideoLlama3ForConditionalGeneration",
+]
+
 GROUPS = {
     "foundation": "the 14 foundation architectures",
     "vision-and-text": "12 vision-language models, multimodal samples, vision and text layers as targets",
     "encoder-decoder": "encoder and decoder layers as targets",
     "sample": "40 more, spread over every task",
+    "processor-samples": "12 vision-language models, samples made by their own processor, default targets",
 }
 VERDICTS = ("ok", "refused", "not-ok", "absent")
 RESULTS = os.path.join("docs", "compatibility")
 # what a committed row keeps of a case's result: no timings, so the file only changes with a verdict
 ROW_FIELDS = ("status", "reason", "subgraphs", "targets_called", "calls")
 # staticexec's own dependencies, pinned as in constraints.txt; transformers' are pip's choice per release
-OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "pytest-xdist", "execnet", "jsonschema", "accelerate", "psutil")
+OWN_PINS = ("jedi", "parso", "libcst", "networkx", "pytest", "pytest-xdist", "execnet", "jsonschema", "accelerate", "psutil",
+            "pillow")
 # the package's files that verify never runs, by their path below the package
 REPORT_TOOLING = {"check/matrix.py", "cli.py", "drift.py", "plans.py", "check/coverage.py", "graph.py", "explain.py"}
 
@@ -124,11 +135,13 @@ class Case:
 
 
 def cases() -> list[Case]:
-    """The fixed cases every release runs: foundation, vision-and-text, encoder-decoder and sample groups."""
+    """The fixed cases every release runs: foundation, vision-and-text, encoder-decoder, sample and
+    processor-samples groups."""
     out = [Case("foundation", a) for a in FOUNDATION]
     out += [Case("vision-and-text", a, "multimodal", tuple(v + t)) for a, v, t in VISION_AND_TEXT]
     out += [Case("encoder-decoder", a, s, tuple(t)) for a, t, s in ENCODER_DECODER]
     out += [Case("sample", a, s) for a, s in SAMPLE]
+    out += [Case("processor-samples", a, "multimodal") for a in PROCESSOR_SAMPLES]
     return out
 
 
@@ -268,7 +281,7 @@ def build_env(release: str, envs: str, root: str, tests: bool = False) -> str:
         # the CPU build of torch first: a plain `torch` requirement would pull a CUDA build
         [python, "-m", "pip", "install", "-q", "torch==2.13.0"],
         [python, "-m", "pip", "install", "-q", "-c", pins, f"transformers=={release}", "-e",
-         f"{root}[test]" if tests else root],
+         f"{root}[test]" if tests else f"{root}[samples]"],
     ]
     for step in steps:
         print("$", " ".join(step), flush=True)
@@ -326,14 +339,15 @@ def write_report(folder: str, path: str) -> None:
         "analysis said where and why it can't prove a target call. not ok: anything else (a mismatch, a crash,",
         "a model that can't be built or run). absent: the release has no such architecture.",
         "",
-        "| release | ok | refused | not ok | absent | foundation | vision and text | encoder-decoder | sample | analysis |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| release | ok | refused | not ok | absent | foundation | vision and text | encoder-decoder | sample "
+        "| processor samples | analysis |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     details: list[str] = []
     for release in RELEASES:
         data = _read(results_path(folder, release))
         if not data:
-            lines.append(f"| {release} | not run | | | | | | | | |")
+            lines.append(f"| {release} | not run | | | | | | | | | |")
             continue
         rows = data["rows"]
         counts = dict.fromkeys(VERDICTS, 0)

@@ -26,11 +26,10 @@ from typing import Any
 
 import torch
 
-from staticexec.check.features import error_line, feature_count
+from staticexec.check.features import error_line, feature_count, image_features_fn, image_token
 from staticexec.check.configs import TinyBuildError
 from staticexec.check.samples import sample_inputs
 
-TOKEN_FIELDS = ("image_token_id", "image_token_index")
 # Per-token modality ids a forward may take, as the processors build them (0 text, 1 image):
 # M-RoPE models group positions by them, ERNIE-4.5-VL routes image tokens to its vision experts.
 MODALITY_FIELDS = ("mm_token_type_ids", "moe_mm_token_type_ids")
@@ -88,7 +87,7 @@ def _layouts(model: Any, vision: Any, generator: torch.Generator):
     each at the config's image size, then at a size a pixel shuffle divides;
     flattened patches with an `image_grid_thw` grid.
     """
-    params = inspect.signature(model.get_image_features).parameters
+    params = inspect.signature(image_features_fn(model)).parameters
     channels = getattr(vision, "num_channels", None) or getattr(vision, "in_channels", None) or 3
     if getattr(vision, "image_size", None) is not None:
         for height, width in _sizes(model.config, vision):  
@@ -168,11 +167,27 @@ def _cross_attention_inputs(model: Any, token: int, seed: int) -> dict:
 
 def _instruction(model: Any, seed: int) -> dict:
     """The instruction text an InstructBLIP-style Q-Former reads with the image, when it takes one."""
-    params = inspect.signature(model.get_image_features).parameters
+    params = inspect.signature(image_features_fn(model)).parameters
     if "qformer_input_ids" not in params:
         return {}
     ids = sample_inputs(model, batch=1, seq_len=8, seed=seed + 1, provided=("pixel_values", "qformer_input_ids"))["input_ids"]
     return {"qformer_input_ids": ids, "qformer_attention_mask": torch.ones_like(ids)}
+
+
+class NoMediaInput(TinyBuildError):
+    """The forward takes no image or audio tensor: there is nothing for a multimodal sample to add."""
+
+
+# Names of the image and audio tensors a forward may take (besides AUDIO_INPUTS).
+IMAGE_INPUTS = ("pixel_values", "flattened_patches", "images", "image")
+
+
+def takes_media(model: Any) -> bool:
+    """Whether the model's forward takes an image or audio tensor."""
+    from staticexec.check.audio import AUDIO_INPUTS
+
+    params = inspect.signature(model.forward).parameters
+    return any(name in params for name in IMAGE_INPUTS + AUDIO_INPUTS)
 
 
 def takes_audio(model: Any) -> bool:
@@ -192,26 +207,57 @@ def multimodal_inputs(model: Any, *, seed: int = 0) -> dict:
 
 
 def multimodal_samples(model: Any, *, seed: int = 0) -> Iterator[dict]:
-    """The samples to try, in order: one per image layout that the model's own get_image_features accepts.
+    """The samples to try, in order: the architecture's own processor's (processors.py), then one per
+    hand-built image layout that the model's own get_image_features accepts.
 
     get_image_features can't tell whether the model takes that many image tokens, so the
     model's forward decides (verify runs it on the first and moves on only when it refuses):
     a merger that groups image states in blocks of the patch size (SmolVLM's in 5.20) takes
-    only a later size. Cross-attention and audio samples are one, already checked.
+    only a later size. Cross-attention and audio samples are one, already checked. When no
+    sample can be made, the error says why the processor could not make one and why no
+    hand-built layout fits.
     """
+    from staticexec.check.processors import processor_samples
+
+    if not takes_media(model):
+        raise NoMediaInput(f"{type(model).__name__}.forward takes no image or audio tensor "
+                           f"({', '.join(IMAGE_INPUTS)}, ...): a multimodal sample has nothing to add")
+    made = 0
+    try:
+        for sample in processor_samples(model, seed=seed):
+            made += 1
+            token = image_token(model.config)
+            ids = sample.get("input_ids")
+            missing = {} if token is None or ids is None else _modality_ids(model, ids, token)
+            yield {**{k: v for k, v in missing.items() if k not in sample}, **sample}
+        processor_problem = ""
+    except TinyBuildError as exc:
+        processor_problem = str(exc)
+    try:
+        yield from _layout_samples(model, seed)
+    except TinyBuildError as exc:
+        if made:
+            return
+        raise TinyBuildError(f"{processor_problem}; {exc}" if processor_problem else str(exc)) from exc
+
+
+def _layout_samples(model: Any, seed: int) -> Iterator[dict]:
+    """The hand-built samples: cross-attention tiles, audio, or each image layout get_image_features accepts."""
     config = model.config
     vision = getattr(config, "vision_config", None)
-    token = next((getattr(config, f) for f in TOKEN_FIELDS if isinstance(getattr(config, f, None), int)), None)
+    token = image_token(config)
     if vision is not None and token is not None and _takes_cross_attention_images(model):
         yield _cross_attention_inputs(model, token, seed)
         return
-    if vision is None or token is None or not hasattr(model, "get_image_features"):
+    features = image_features_fn(model)
+    if vision is None or token is None or features is None:
         if takes_audio(model):
             from staticexec.check.audio import audio_inputs
 
             yield audio_inputs(model, seed=seed)
             return
-        raise TinyBuildError(f"{type(model).__name__} has no vision config, image token or get_image_features")
+        raise TinyBuildError(f"no hand-built layout: {type(model).__name__} has no vision config, image token id "
+                             "or get_image_features")
     generator = torch.Generator().manual_seed(seed)
     failures: list[str] = []  # each distinct one: the last layout's error often hides the real cause
     accepted = 0
@@ -219,7 +265,7 @@ def multimodal_samples(model: Any, *, seed: int = 0) -> Iterator[dict]:
         image = {**image, **_instruction(model, seed)}
         try:
             with torch.no_grad():
-                count = feature_count(model.get_image_features(**image))
+                count = feature_count(features(**image))
         except Exception as exc:  # the model wants another layout
             failure = error_line(exc)
             if failure not in failures:
@@ -230,4 +276,5 @@ def multimodal_samples(model: Any, *, seed: int = 0) -> Iterator[dict]:
         accepted += 1
         yield {"input_ids": ids, "attention_mask": torch.ones_like(ids), **_modality_ids(model, ids, token), **image}
     if not accepted:
-        raise TinyBuildError(f"get_image_features accepts no image layout tried: {'; '.join(failures) or 'none to try'}")
+        raise TinyBuildError("no hand-built layout: get_image_features rejects every image layout tried: "
+                             f"{'; '.join(failures) or 'the vision config gives no image size or patch grid'}")

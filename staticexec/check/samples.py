@@ -16,7 +16,7 @@ from torch import nn
 from staticexec.analysis import defaults
 from staticexec.check.configs import TinyBuildError, special_token_ids
 
-__all__ = ["alternative_samples", "default_targets", "sample_inputs"]
+__all__ = ["alternative_samples", "default_targets", "input_vocab", "sample_inputs"]
 
 
 def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: int = 0,
@@ -26,7 +26,7 @@ def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: 
     The padding makes masking code run on every verification; special ids are avoided
     so no image/audio placeholder logic fires without its inputs.
     """
-    vocab = _input_vocab(model)
+    vocab = input_vocab(model)
     allowed = torch.tensor(sorted(set(range(vocab)) - special_token_ids(model.config)), dtype=torch.long)
     if len(allowed) == 0:
         raise TinyBuildError(f"every id of the {vocab}-token vocab is special")
@@ -63,7 +63,8 @@ def sample_inputs(model: nn.Module, *, batch: int = 2, seq_len: int = 16, seed: 
     return inputs
 
 
-def _input_vocab(model: nn.Module) -> int:
+def input_vocab(model: nn.Module) -> int:
+    """The number of ids input_ids may hold: the input embedding's rows, else the text config's vocab_size."""
     try:
         embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     except NotImplementedError:  # composite models that don't say which embedding takes input_ids

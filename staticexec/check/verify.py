@@ -338,7 +338,10 @@ def verify(architecture: str, *, attn_implementation: str = "eager", targets: li
         else:
             sample = sample_inputs(model)
     except TinyBuildError as exc:
-        verdict.status, verdict.reason = "build-failed", f"no {mode} sample: {exc}"
+        from staticexec.check.multimodal import NoMediaInput
+
+        verdict.status = "n/a" if isinstance(exc, NoMediaInput) else "build-failed"
+        verdict.reason = f"no {mode} sample: {exc}"
         return verdict
     log = _CallLog(model, set(targets))
     try:
@@ -421,7 +424,8 @@ def second_batch(model: Any, sample: dict, mode: str = "text") -> tuple[dict | N
     Built as the sample was (samples.py, multimodal.py), with seed `SECOND_SEED`; a text batch
     is also `SECOND_LEN` tokens long (the sample has 16) and, where the model takes an attention
     mask, its last row has `SECOND_PADDING` padded positions on the left (the sample's has 2).
-    Values that are not tensors (`use_cache=False`) are the sample's.
+    Values that are not tensors (`use_cache=False`) are the sample's. A multimodal batch is the first
+    sample of that seed, with the tensors of the sample, that the model's own forward takes.
     """
     import torch
 
@@ -432,10 +436,13 @@ def second_batch(model: Any, sample: dict, mode: str = "text") -> tuple[dict | N
         if mode == "multimodal":
             from staticexec.check.multimodal import multimodal_samples
 
+            # the first one the forward takes, as for the sample: a processor's own placeholder count
+            # may not be the model's, and the one after it is
             fresh = next((s for s in _until_error(multimodal_samples(model, seed=SECOND_SEED))
-                          if {k for k, v in s.items() if isinstance(v, torch.Tensor)} == tensors), None)
+                          if {k for k, v in s.items() if isinstance(v, torch.Tensor)} == tensors
+                          and _runs(model, _merged(s, sample, tensors))), None)
             if fresh is None:
-                return None, "no second multimodal sample with the inputs of the first"
+                return None, "no second multimodal sample with the inputs of the first that the model takes"
         else:
             ids = sample.get("input_ids")
             rows = ids.shape[0] if isinstance(ids, torch.Tensor) and ids.dim() == 2 else 2
@@ -446,10 +453,29 @@ def second_batch(model: Any, sample: dict, mode: str = "text") -> tuple[dict | N
                 mask[-1, :SECOND_PADDING] = 0
     except Exception as exc:
         return None, f"no second batch: {_one_line(exc)}"
-    out = {k: fresh[k] if k in tensors and isinstance(fresh.get(k), torch.Tensor) else v for k, v in sample.items()}
+    out = _merged(fresh, sample, tensors)
     if not any(out[k] is not sample[k] for k in tensors):
         return None, "no second batch: no input of the sample could be drawn again"
     return out, ""
+
+
+def _merged(fresh: dict, sample: dict, tensors: set[str]) -> dict:
+    """The sample's keys, with the fresh tensors in place of its tensors and its other values kept."""
+    import torch
+
+    return {k: fresh[k] if k in tensors and isinstance(fresh.get(k), torch.Tensor) else v for k, v in sample.items()}
+
+
+def _runs(model: Any, inputs: dict) -> bool:
+    """Whether the model's own forward takes the inputs."""
+    import torch
+
+    try:
+        with torch.no_grad():
+            model(**inputs)
+    except Exception:
+        return False
+    return True
 
 
 def _second_batch_verdict(model: Any, subgraphs: list, sample: dict, mode: str, log: _CallLog) -> tuple[str, str]:

@@ -127,6 +127,48 @@ def _llava_image_data() -> dict[str, list]:
 
 LLAVA_IGNORE = ["lm_head", "re:.*vision_tower.*", "re:.*multi_modal_projector.*"]
 
+
+def _gemma3_config():
+    from transformers import Gemma3Config, Gemma3TextConfig, SiglipVisionConfig
+
+    vision = SiglipVisionConfig(hidden_size=HIDDEN, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                image_size=32, patch_size=8, vision_use_head=False)  # as Gemma 3 checkpoints
+    text = Gemma3TextConfig(hidden_size=HIDDEN, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                            num_key_value_heads=2, head_dim=32, vocab_size=VOCAB, max_position_embeddings=64,
+                            sliding_window=8, layer_types=["sliding_attention", "full_attention"])
+    # a 4 x 4 patch grid pooled to 2 x 2 image tokens; the placeholder ids at the top of the vocab
+    return Gemma3Config(vision_config=vision.to_dict(), text_config=text.to_dict(), mm_tokens_per_image=4,
+                        image_token_index=VOCAB - 1, boi_token_index=VOCAB - 2, eoi_token_index=VOCAB - 3)
+
+
+GEMMA3_INPUTS = ["input_ids", "attention_mask", "pixel_values"]
+
+
+def _gemma3_image_data() -> dict[str, list]:
+    """Samples as Gemma 3's users make them: Gemma3Processor (its image processor fitted to the config, a
+    word-level tokenizer with the config's ids) packs a random image and expands its placeholder."""
+    from transformers import Gemma3ForConditionalGeneration
+
+    from staticexec.check.processors import processor_samples
+
+    model = Gemma3ForConditionalGeneration(_gemma3_config()).eval()
+    rows: dict[str, list] = {name: [] for name in GEMMA3_INPUTS}
+    for seed in range(SAMPLES):
+        sample = next(s for s in processor_samples(model, seed=seed) if _runs(model, s))
+        for name in GEMMA3_INPUTS:
+            rows[name].append(sample[name][0].tolist())
+    return rows
+
+
+def _runs(model: Any, sample: dict) -> bool:
+    """Whether the model's own forward takes the sample (its placeholder count is the model's)."""
+    try:
+        with torch.no_grad():
+            model(**sample)
+    except ValueError:
+        return False
+    return True
+
 CASES = {
     "llama": Case("llama", _llama_config, "LlamaForCausalLM", _text, ["LlamaDecoderLayer"]),
     "qwen3_moe": Case("qwen3_moe", _qwen3_moe_config, "Qwen3MoeForCausalLM", _text, ["Qwen3MoeDecoderLayer"],
@@ -147,6 +189,10 @@ CASES = {
     "llava_image_text_targets": Case("llava_image_text_targets", _llava_config, "LlavaForConditionalGeneration",
                                      _llava_image_data, ["LlamaDecoderLayer"],
                                      input_names=["input_ids", "attention_mask", "pixel_values"]),
+    # a second vision-language family, its samples made by its own processor: the SigLIP encoder's and
+    # Gemma 3's layers as targets, every Linear quantized (the projector's in the subgraph between them)
+    "gemma3_image": Case("gemma3_image", _gemma3_config, "Gemma3ForConditionalGeneration", _gemma3_image_data,
+                         ["SiglipEncoderLayer", "Gemma3DecoderLayer"], input_names=GEMMA3_INPUTS),
 }
 
 

@@ -37,6 +37,8 @@ OWN_TRACER_FAILS = {  # own tracer stops in oneshot; staticexec quantizes every 
     "llava_image": (AssertionError, "No statistics available"),
     # the vision tower runs in the first subgraph, which lists none of its modules either
     "llava_image_text_targets": (AssertionError, "No statistics available"),
+    # as Llava's: the SigLIP tower runs inside wrapped code in a first subgraph listing none of its modules
+    "gemma3_image": (AssertionError, "No statistics available"),
 }
 EXPLAINED = ["qwen3_moe", "t5"]  # own tracer completes with other weights: a test of each says why
 assert sorted(EQUAL + list(OWN_TRACER_FAILS) + EXPLAINED) == sorted(CASES)

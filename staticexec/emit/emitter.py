@@ -341,7 +341,9 @@ class Emitter:
         self.steps: list[Step] = []
         self.frames = 0
         self.globals: dict[str, Any] = {RUNTIME: runtime}
-        self.paths = {id(m): name for name, m in model.named_modules(remove_duplicate=False)}
+        self.paths: dict[int, str] = {}  # a module held under several names goes by the first, as named_modules() names it
+        for name, m in model.named_modules(remove_duplicate=False):
+            self.paths.setdefault(id(m), name)
         self._parsed: dict[str, tuple[cst.FunctionDef, int]] = {}
         self.called_targets: list[str] = []
         self.where: tuple[str, int] = location(type(model))  # the plan statement being emitted, for refusals

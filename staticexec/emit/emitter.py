@@ -1162,7 +1162,9 @@ class Emitter:
         body = self._line_of(frame, stmt.body.body[0])
         orelse = stmt.orelse
         if orelse is None:
-            after = self._line_of(frame, stmt) + _code(stmt).rstrip().count("\n") + 1
+            end = positions(frame.tree).get(stmt)  # the code of the node would count the blank lines before it
+            after = (end.end.line + frame.line_offset if end is not None else self._line_of(frame, stmt)
+                     + _code(stmt).strip().count("\n")) + 1
         else:
             after = self._line_of(frame, orelse if isinstance(orelse, cst.If) else orelse.body.body[0])
         return self.sample_run.branch(IfLines(frame.file, (line, test_end), body, after), occurrence)

@@ -246,6 +246,8 @@ class Resolver(ClassIndex):
                 found.append(self._stored_value(node.value, ctx, env, cls, attr))
             elif kind == "unpack":
                 found.append(unknown(f"self.{attr} is assigned by unpacking", ctx.line(node)))
+            elif kind == "item":
+                found.append(one(Container(self.eval(node.value, ctx, env))))
             else:  # self.<attr>.append(...), .extend, .insert, .add_module
                 v = self.eval(node.args[-1].value, ctx, env)
                 if node.func.attr.value == "extend":
@@ -881,7 +883,8 @@ def _is_config(value: object) -> bool:
 
 def _storing_sites(fn: cst.FunctionDef) -> dict[str, list[tuple[str, cst.CSTNode]]]:
     """Where a function stores to `self.<name>`, by name, in source order: an assignment ("assign"),
-    an unpacking ("unpack"), or a call that adds to a container ("add"). Found in one walk, kept
+    an unpacking ("unpack"), a call that adds to a container ("add"), or a store into one of its
+    items (`self.<name>[key] = ...`, "item"). Found in one walk, kept
     by the session."""
     table = current().table("resolve.storing_sites")
     sites = table.get(fn)
@@ -892,8 +895,11 @@ def _storing_sites(fn: cst.FunctionDef) -> dict[str, list[tuple[str, cst.CSTNode
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 name = _self_attr_name(t.target)
+                item = _self_attr_name(t.target.value) if isinstance(t.target, cst.Subscript) else None
                 if name is not None:
                     sites.setdefault(name, []).append(("assign", node))
+                elif item is not None:  # self.adapters[lang] = Adapter(config): a container grows
+                    sites.setdefault(item, []).append(("item", node))
                 elif isinstance(t.target, (cst.Tuple, cst.List)):
                     for name in dict.fromkeys(_self_attr_name(e.value) for e in t.target.elements):
                         if name is not None:

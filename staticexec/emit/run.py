@@ -133,6 +133,7 @@ def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[
         if holder is not None:
             nested[id(module)] = holder
     modules += [m for _, m in outermost_targets(model, classes)]
+    remove_tripwires(m for m in model.modules() if m not in modules)  # an earlier chain's targets, not watched now
     install_tripwires(modules)
     for sg in chain:
         sg.nested_targets = nested
@@ -143,6 +144,13 @@ def install_tripwires(modules: list) -> None:
     for module in modules:
         if not any(hook is _tripwire for hook in module._forward_pre_hooks.values()):
             module.register_forward_pre_hook(_tripwire)
+
+
+def remove_tripwires(modules: Any) -> None:
+    """Take the tripwire off modules: a chain emitted earlier with other targets watched them."""
+    for module in modules:
+        for key in [k for k, hook in module._forward_pre_hooks.items() if hook is _tripwire]:
+            del module._forward_pre_hooks[key]
 
 
 @dataclass

@@ -37,6 +37,7 @@ from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, lo
 from staticexec.emit.cut import Step, build_subgraphs
 from staticexec.emit.imported import running_code_refusal
 from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
+from staticexec.emit.comprehension import CannotUnroll, comprehension_iterables, unroll
 from staticexec.emit.linearize import CannotLinearize
 from staticexec.emit.run import arm_target_check
 
@@ -654,6 +655,8 @@ class Emitter:
         for k, stmt in enumerate(chunk):
             line = self._line_of(frame, stmt)
             if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in stmt.body):
+                if self._comprehension_over_targets(frame, stmt, line):
+                    return
                 self._check_opaque_calls(frame, stmt, line)
                 ret = next(s for s in stmt.body if isinstance(s, cst.Return))
                 before = [s for s in stmt.body if s is not ret][: stmt.body.index(ret)]
@@ -675,6 +678,8 @@ class Emitter:
                     raise Refused([UnsupportedStatement(frame.planned.path, line, "a `return` nested in code that is followed by target calls")])
                 self._tail(frame, chunk[k:] + [s for s in rest], line)
                 return
+            if self._comprehension_over_targets(frame, stmt, line):
+                continue
             self._check_opaque_calls(frame, stmt, line)
             self._emit_stmt(frame, stmt, line)
             learned = self._learn(frame, stmt)
@@ -880,6 +885,63 @@ class Emitter:
             (self._target_call if kinds[call] else self._ancestor_call)(frame, stmt, call, line, choose)
         else:
             self._apart(frame, stmt, [(call, kinds[call]) for call in running], line, choose)
+
+    def _reaching_code(self, frame: Frame, stmt: cst.SimpleStatementLine, line: int) -> None:
+        """A statement emission made (a comprehension's element for one item): its reaching calls, found at
+        emit time, emitted as the plan's reaching statements are; with none, opaque code, checked as such."""
+        calls = [(call, kind) for call in calls_in(stmt) if (kind := self._call_kind(frame, call)) is not None]
+        if not calls:
+            self._check_opaque_calls(frame, stmt, line)
+            self._add(frame, self._returning(frame, stmt), line)
+            learned = self._learn(frame, stmt)
+            self._forget_stores(frame, stmt)
+            if learned is not None:
+                self._remember(frame, *learned)
+            return
+        running, choose = decide_guards(stmt, [call for call, _ in calls], lambda test: self._decide(frame, test, line),
+                                        lambda label: self._refuse_guard(frame, line, label))
+        kinds = dict(calls)
+        if not running:
+            self._skipped(frame, stmt, line, choose)
+        elif len(running) == 1:
+            call = running[0]
+            (self._target_call if kinds[call] else self._ancestor_call)(frame, stmt, call, line, choose)
+        else:
+            self._apart(frame, stmt, [(call, kinds[call]) for call in running], line, choose)
+
+    def _comprehension_over_targets(self, frame: Frame, stmt: cst.CSTNode, line: int) -> bool:
+        """An opaque statement with a comprehension over modules that hold targets (`[head(h) for head in
+        self.lm_heads]`): unrolled (comprehension.py), one statement per item, checked where it stood like an
+        unrolled loop. False when the statement has none; refused when it can't be unrolled."""
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not any(
+                True for _ in walk(stmt, only=(cst.ListComp, cst.GeneratorExp))):
+            return False
+        code = rewritten(stmt, {}).strip()
+        for iterable in comprehension_iterables(code):
+            try:
+                items = evaluate(iterable, frame.values, frame.module_globals)
+            except Undecidable:
+                continue
+            if not (_is_module(items) and self._holds_target(items)):
+                continue
+            items = list(items)
+            self.temps += 1
+            try:
+                unrolled = unroll(code, iterable, len(items), f"comp__{self.temps}_")
+            except CannotUnroll as exc:
+                raise Refused([UnsupportedStatement(frame.planned.path, line, f"a comprehension over `{iterable}`, "
+                                                    f"which holds targets: {exc}")]) from exc
+            expected = runtime.LoopItems(tuple(items), tuple(self._item_label(i) for i in items), True)
+            alias = f"loop__{len(self.globals)}"
+            self.globals[alias] = expected
+            check = _code(cst.parse_expression(iterable).visit(_Rewrite(frame.rename))).strip()
+            self._add(frame, f"{RUNTIME}.expect_loop({check}, {alias}, {self._origin(frame, line)!r}, {iterable!r})\n", line)
+            for var, item, piece in zip(unrolled.variables, items, unrolled.items):
+                self._bind_loop_target(frame, cst.Name(var), item, line)
+                self._reaching_code(frame, cst.parse_statement(piece), line)
+            self._reaching_code(frame, cst.parse_statement(unrolled.rest), line)
+            return True
+        return False
 
     def _refuse_guard(self, frame: Frame, line: int, label: str) -> None:
         raise Refused([UnsupportedStatement(frame.planned.path, line, f"a reaching call inside a {label}")])

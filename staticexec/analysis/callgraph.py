@@ -270,8 +270,8 @@ class CallGraphBuilder:
                     edges.append((target_node(cls), {}))
                     self.graph.add_node(target_node(cls))
                     continue
-                if self.resolver.is_container(cls):
-                    continue
+                if self.resolver.is_container(cls) and not self._own_forward(cls):
+                    continue  # a container of torch's, or one whose forward is torch's
                 if self.resolver.is_external(cls.module):
                     continue
                 if not self.may_hold_target(cls) and not any(_holds_target(v, self) for v in arg_values):
@@ -401,6 +401,11 @@ class CallGraphBuilder:
                     return one(Function(method, one(Instance(self_class))))
             return frozenset()
         return self.resolver.eval(f, ctx, env)
+
+    def _own_forward(self, cls: ClassRef) -> bool:
+        """Whether a class has a forward of its own, outside torch (a tool's ModuleList of experts)."""
+        fwd = self.resolver.find_method(cls, "forward")
+        return fwd is not None and not self.resolver.is_external(fwd.module)
 
     def _is_static(self, callee: FunctionRef) -> bool:
         ctx = self.resolver.function(callee)

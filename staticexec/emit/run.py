@@ -146,6 +146,11 @@ def install_tripwires(modules: list) -> None:
             module.register_forward_pre_hook(_tripwire)
 
 
+def is_tripwire(hook: Any) -> bool:
+    """Whether a forward pre-hook is the target check's own."""
+    return hook is _tripwire
+
+
 def remove_tripwires(modules: Any) -> None:
     """Take the tripwire off modules: a chain emitted earlier with other targets watched them."""
     for module in modules:

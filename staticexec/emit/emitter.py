@@ -875,6 +875,10 @@ class Emitter:
             else:
                 self._ancestor_call(frame, stmt, planned, line, choose)
             return
+        self._calls_that_run(frame, stmt, calls, line)
+
+    def _calls_that_run(self, frame: Frame, stmt: cst.CSTNode, calls: list[tuple[cst.Call, bool]], line: int) -> None:
+        """Decide the guards of a statement's reaching calls; emit it as its one call that runs, or taken apart."""
         running, choose = decide_guards(stmt, [call for call, _ in calls], lambda test: self._decide(frame, test, line),
                                         lambda label: self._refuse_guard(frame, line, label))
         kinds = dict(calls)
@@ -898,16 +902,7 @@ class Emitter:
             if learned is not None:
                 self._remember(frame, *learned)
             return
-        running, choose = decide_guards(stmt, [call for call, _ in calls], lambda test: self._decide(frame, test, line),
-                                        lambda label: self._refuse_guard(frame, line, label))
-        kinds = dict(calls)
-        if not running:
-            self._skipped(frame, stmt, line, choose)
-        elif len(running) == 1:
-            call = running[0]
-            (self._target_call if kinds[call] else self._ancestor_call)(frame, stmt, call, line, choose)
-        else:
-            self._apart(frame, stmt, [(call, kinds[call]) for call in running], line, choose)
+        self._calls_that_run(frame, stmt, calls, line)
 
     def _comprehension_over_targets(self, frame: Frame, stmt: cst.CSTNode, line: int) -> bool:
         """An opaque statement with a comprehension over modules that hold targets (`[head(h) for head in
@@ -986,14 +981,8 @@ class Emitter:
         except CannotLinearize as exc:
             raise Refused([UnsupportedStatement(frame.planned.path, line, f"several reaching calls in one statement: {exc}")]) from exc
         for piece in pieces:
-            if piece.call is None:
-                if not isinstance(piece.stmt.body[0], cst.Return):
-                    self._check_opaque_calls(frame, piece.stmt, line)
-                self._add(frame, self._returning(frame, piece.stmt), line)
-                learned = self._learn(frame, piece.stmt)  # `lin__3 = i + 1`: known, as in opaque code
-                self._forget_stores(frame, piece.stmt)
-                if learned is not None:
-                    self._remember(frame, *learned)
+            if piece.call is None:  # opaque code (`lin__3 = i + 1`, known at emit time as there), or the rest
+                self._reaching_code(frame, piece.stmt, line)
             elif piece.target:
                 self._target_call(frame, piece.stmt, piece.call, line, ())
             else:

@@ -330,3 +330,17 @@ def test_a_part_of_a_cache_carries_the_cache_it_hangs_off(bind):
     with tripwires_off():
         out = run_chain(None, sgs, {"x": torch.ones(1)}, twice=True)[OUTPUT]
     assert len(out[1].layers[0].items) == 1 and torch.equal(out[1].layers[0].items[0], torch.full((1,), 2.0))
+
+
+def test_a_dict_carries_the_objects_bound_from_its_entries():
+    """A subgraph that gets `kwargs` and changes the cache in `kwargs['cache']` also gets `cache` (bound from that
+    entry elsewhere) and gives it back: a later read of `cache` sees the one copy it changed (DeepSeek-V4 with its
+    attention and MoE blocks as targets: the attention reached the cache through the layer's **kwargs)."""
+    program = steps("cache = make(x)", "kw = {'cache': cache}", "kwargs = kw", ("h = proj(x)", "proj"),
+                    "kwargs['cache'].items.append(h)", ("g = proj2(h)", "proj2"), "out = (g, cache)")
+    globals_ = {"make": lambda x: types.SimpleNamespace(items=[]), "proj": lambda t: t + 1, "proj2": lambda t: t * 2}
+    sgs = chain(program, ["x"], globals_=globals_)
+    assert {"cache", "kwargs"} <= sgs[1].input_names and "cache" in sgs[1].output_names
+    with tripwires_off():
+        out = run_chain(None, sgs, {"x": torch.ones(1)}, twice=True)[OUTPUT]
+    assert len(out[1].items) == 1

@@ -290,6 +290,14 @@ def _alias_groups(steps: list[Step]) -> dict[str, set[str]]:
         names = {m for m in members if m.isidentifier()}
         for m in names:
             out[m] = names - {m}
+    # a dict holds its entries: `kwargs` and the `past_key_values` bound from `kwargs['past_key_values']` go together
+    for n in seen:
+        name, bracket, _ = n.partition("[")
+        if bracket and name.isidentifier():
+            for other in groups[find(n)]:
+                if other.isidentifier() and other != name:
+                    out.setdefault(name, set()).add(other)
+                    out.setdefault(other, set()).add(name)
     return out
 
 

@@ -23,6 +23,7 @@ from staticexec.analysis.planner import build_plan
 from staticexec.analysis.resolve import Resolver
 from staticexec.analysis.session import current
 from staticexec.emit.run import Subgraph, run_subgraphs
+from staticexec.analysis.observed import Observed, observe
 from staticexec.analysis.source import ClassRef, FunctionRef, function_source_hash, load_module
 from staticexec.emit.targets import select_targets
 from staticexec.emit.validate import check_call
@@ -36,10 +37,12 @@ def default_targets(resolver: Resolver, root: ClassRef) -> list[str]:
 
 
 def analyse(root: ClassRef, targets: list[str] | None, *, config: Any = None, architecture: str | None = None,
-            model_types: list[str] | None = None) -> Plan:
-    """Build a plan for a root class from its source alone."""
+            model_types: list[str] | None = None, observed: Observed | None = None) -> Plan:
+    """Build a plan for a root class from its source alone; with `observed`, also from what an instance
+    holds that its source does not build (modules replaced after construction: analysis/observed.py)."""
     with _few_collections():
-        return _analyse(root, targets, config=config, architecture=architecture, model_types=model_types)
+        return _analyse(root, targets, config=config, architecture=architecture, model_types=model_types,
+                        observed=observed)
 
 
 @contextlib.contextmanager
@@ -65,8 +68,8 @@ def _few_collections() -> Iterator[None]:
 
 
 def _analyse(root: ClassRef, targets: list[str] | None, *, config: Any, architecture: str | None,
-             model_types: list[str] | None) -> Plan:
-    resolver = Resolver(config)
+             model_types: list[str] | None, observed: Observed | None = None) -> Plan:
+    resolver = Resolver(config, observed)
     if not targets:
         targets = default_targets(resolver, root)
         if not targets:
@@ -170,13 +173,15 @@ def _subgraphs(model: Any, sample_input: dict, sequential_targets: str | list[st
     if plan is not None:
         loaded = load_plan(plan)
     else:
-        key = (_class_ref(type(model)), tuple(targets or ()), _config_key(model))
-        plans = current().table("api.plans")  # by root class, targets and config
+        observed = observe(model)  # modules put in after construction (linearized experts) are analysed too
+        key = (_class_ref(type(model)), tuple(targets or ()), _config_key(model), observed)
+        plans = current().table("api.plans")  # by root class, targets, config and what the instance holds
         loaded = plans.get(key)
         if loaded is None:
             loaded = analyse(key[0], list(targets) if targets else None, config=getattr(model, "config", None),
                              architecture=type(model).__name__,
-                             model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None)
+                             model_types=[getattr(getattr(model, "config", None), "model_type", "")] if hasattr(model, "config") else None,
+                             observed=observed)
             plans[key] = loaded
     check_instance(model, loaded, sample_input)
     watched = selection.selected if selection is not None else None

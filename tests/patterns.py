@@ -72,11 +72,12 @@ def fixtures() -> list[Fixture]:
     return out
 
 
-def plan_statements(plan) -> dict[int, tuple[str, str | None]]:
-    """Line -> (kind, condition class) for every statement of every function in a plan."""
+def plan_statements(plan, module: str) -> dict[int, tuple[str, str | None]]:
+    """Line -> (kind, condition class) for every statement of every function of `module` (the fixture's
+    own file: torch's functions a plan holds, such as nn.Sequential's forward, have lines of their own)."""
     return {s.first: (s.kind.value, s.condition.decided.value if s.condition else None)
-            for _, _, s in plan.statements() if s.reaching}
+            for node, _, s in plan.statements() if node.startswith(f"{module}:") and s.reaching}
 
 
-def opaque_lines(plan) -> list[tuple[int, int]]:
-    return [s.lines for _, _, s in plan.statements() if not s.reaching]
+def opaque_lines(plan, module: str) -> list[tuple[int, int]]:
+    return [s.lines for node, _, s in plan.statements() if node.startswith(f"{module}:") and not s.reaching]

@@ -49,6 +49,35 @@ def test_verify(arch, attn):
     assert verdict.targets_called >= 2
 
 
+@pytest.mark.parametrize("targets_from", ["linear", "sublayer"])
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_verify_below_the_layer(arch, targets_from):
+    """Every Linear (and GPT-2's Conv1D), or the attention and MLP (or MoE) classes of the layers, as targets:
+    one target call per subgraph, each exactly once, outputs exact under the pipeline's double run."""
+    verdict = verify(arch, targets_from=targets_from)
+    assert verdict.status == "ok", verdict.line()
+    assert verdict.subgraphs == verdict.targets_called + 1
+    # two layers: every Linear is at least an attention's and an MLP's; the parts, at least an attention
+    assert verdict.targets_called >= (2 * 2 if targets_from == "linear" else 2), verdict.line()
+
+
+# attention plus the expert class of each MoE architecture (the experts fused into one module per layer)
+ATTENTION_AND_EXPERTS = [
+    ("Qwen3MoeForCausalLM", ["Qwen3MoeAttention", "Qwen3MoeExperts"]),
+    ("DeepseekV3ForCausalLM", ["DeepseekV3Attention", "DeepseekV3Experts"]),
+    ("GptOssForCausalLM", ["GptOssAttention", "GptOssExperts"]),
+    ("MixtralForCausalLM", ["MixtralAttention", "MixtralExperts"]),
+]
+
+
+@pytest.mark.parametrize("arch, targets", ATTENTION_AND_EXPERTS, ids=[a for a, _ in ATTENTION_AND_EXPERTS])
+def test_attention_and_experts_as_targets(arch, targets):
+    verdict = verify(arch, targets=targets)
+    assert verdict.status == "ok", verdict.line()
+    assert verdict.subgraphs == verdict.targets_called + 1
+    assert set(verdict.calls) == set(targets), verdict.line()  # each class ran, every call in a subgraph of its own
+
+
 def test_mistral_sliding_window_is_exercised():
     model = build_tiny_model("MistralForCausalLM")
     sample = sample_inputs(model)

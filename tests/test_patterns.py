@@ -41,8 +41,8 @@ def _plan_or_refusal(fx):
 def test_statement_classes_match_inline_expectations(fx):
     plan, refused = _plan_or_refusal(fx)
     assert refused is None, str(refused)
-    got = plan_statements(plan)
-    opaque = opaque_lines(plan)
+    got = plan_statements(plan, fx.module)
+    opaque = opaque_lines(plan, fx.module)
     for line, (kind, cond) in sorted(fx.expect.items()):
         if kind == "opaque":
             assert line not in got, f"line {line}: expected opaque, plan says {got.get(line)}"

@@ -235,7 +235,10 @@ CASES = [
 
             def forward(self, x):
                 return self.stack(x)
-        """, set(), set(), {"Model.forward:+7: hides"}, id="sequential-of-targets-called-whole"),
+        """, {"Model.forward -> torch.nn.modules.container:Sequential.forward",
+              "torch.nn.modules.container:Sequential.forward -> target:Layer"},
+        {"Model.forward", "torch.nn.modules.container:Sequential.forward"}, set(),
+        id="sequential-of-targets-called-whole"),  # torch's own forward, a loop over the children, is analysed
     pytest.param("""
         class Model(nn.Module):
             def __init__(self):

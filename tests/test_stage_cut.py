@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import types
 
 import pytest
 import torch
@@ -346,3 +347,35 @@ def test_a_mapping_read_only_as_keywords_is_shared_when_it_holds_no_state():
         held = {"box": []}
         got = middle.forward(None, h=torch.ones(1), kw=held)
     assert held == {"box": []} and got["kw"] == {"box": [1]}  # a list inside may change: copied and given back
+
+
+# ----- objects shared by several names cross subgraphs together ---------------------------
+
+@pytest.mark.parametrize("bind", ["layer: object = c.layers[0]", "layer = c.layers[0]"])  # annotated or not
+def test_a_part_of_a_cache_carries_the_cache_it_hangs_off(bind):
+    """The caller's `cache` reaches the callee's `layer` through `kw = {'cache': cache}`, `kwargs = kw` and
+    `kw2 = {**kwargs}`: a subgraph that gets `layer` also gets `cache` and gives it back, so both keep the one copy
+    it updated (DeepSeek-V4's cache layer, read beside a Linear)."""
+    program = steps("cache = make()", "kw = {'cache': cache}", "kwargs = kw", "kw2 = {'h': x, **kwargs}", "c = kw2.pop('cache')", bind,
+                    ("h = proj(x)", "proj"), "layer.items.append(h)", ("g = proj2(h)", "proj2"), "out = (g, cache)")
+    globals_ = {"make": lambda: types.SimpleNamespace(layers=[types.SimpleNamespace(items=[])]), "proj": lambda t: t + 1,
+                "proj2": lambda t: t * 2}
+    sgs = chain(program, ["x"], globals_=globals_)
+    assert "cache" in sgs[1].input_names and "cache" in sgs[1].output_names
+    with tripwires_off():
+        out = run_chain(None, sgs, {"x": torch.ones(1)}, twice=True)[OUTPUT]
+    assert len(out[1].layers[0].items) == 1 and torch.equal(out[1].layers[0].items[0], torch.full((1,), 2.0))
+
+
+def test_a_dict_carries_the_objects_bound_from_its_entries():
+    """A subgraph that gets `kwargs` and changes the cache in `kwargs['cache']` also gets `cache` (bound from that
+    entry elsewhere) and gives it back: a later read of `cache` sees the one copy it changed (DeepSeek-V4 with its
+    attention and MoE blocks as targets: the attention reached the cache through the layer's **kwargs)."""
+    program = steps("cache = make(x)", "kw = {'cache': cache}", "kwargs = kw", ("h = proj(x)", "proj"),
+                    "kwargs['cache'].items.append(h)", ("g = proj2(h)", "proj2"), "out = (g, cache)")
+    globals_ = {"make": lambda x: types.SimpleNamespace(items=[]), "proj": lambda t: t + 1, "proj2": lambda t: t * 2}
+    sgs = chain(program, ["x"], globals_=globals_)
+    assert {"cache", "kwargs"} <= sgs[1].input_names and "cache" in sgs[1].output_names
+    with tripwires_off():
+        out = run_chain(None, sgs, {"x": torch.ones(1)}, twice=True)[OUTPUT]
+    assert len(out[1].items) == 1

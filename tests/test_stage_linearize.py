@@ -48,3 +48,14 @@ def test_a_target_call_python_may_skip_or_delay_is_refused(code):
 def test_a_target_called_twice_in_the_statement_is_refused():
     with pytest.raises(CannotLinearize):
         linearize("y = self.a(self.a(x))", ["self.a", "self.b"], "t")
+
+
+def test_a_callee_that_is_a_lookup_stays_whole_with_its_call():
+    got = _run("return self.run(self.layers[i](h), i + 1)", ["self.layers[i]", "self.run"])
+    assert got == [("t0 = self.layers[i](h)", "self.layers[i]"), ("t1 = i + 1", None),
+                   ("t2 = self.run(t0, t1)", "self.run"), ("return t2", None)]
+
+
+def test_a_callee_that_computes_is_taken_apart_before_its_arguments():
+    got = _run("y = self.pick(k)(self.a(x))", ["self.pick(k)", "self.a"])
+    assert got[0] == ("t0 = self.pick(k)", None)

@@ -126,3 +126,21 @@ def test_submodules_are_recursive_by_default(llama):
     every = layer.submodules(model)
     assert set(map(id, model.model.layers[0].modules())) <= set(map(id, every))
     assert len(every) == len(set(map(id, every)))
+
+
+@pytest.mark.parametrize("targets, per", [(["LlamaAttention", "LlamaMLP"], 2), (["LlamaAttention", "LlamaMLP"], 3),
+                                          (["Linear"], 7), (["Linear"], 4)])
+def test_targets_per_subgraph_below_the_layer(llama, targets, per):
+    """llm-compressor's grouping of N targets per subgraph, with targets below the decoder layer: every target once,
+    in order, N to a subgraph (the last may hold fewer), and the chain exact under the pipeline's double run."""
+    from staticexec.emit.run import run_chain
+
+    model, sample = llama
+    one = staticexec.subgraphs(model, sample, targets)
+    each = [t for sg in one for t in sg.targets]
+    assert [len(sg.targets) for sg in one] == [0] + [1] * len(each)
+    grouped = staticexec.subgraphs(model, sample, targets, None, per)
+    assert [sg.targets for sg in grouped] == [[]] + [each[i:i + per] for i in range(0, len(each), per)]
+    with torch.no_grad():
+        ours = run_chain(model, grouped, dict(sample), twice=True)["forward_output"]
+        assert torch.equal(ours.logits, model(**sample).logits)

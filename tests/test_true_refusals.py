@@ -280,20 +280,32 @@ STORED_OTHERWISE = [
 
 @pytest.mark.parametrize("source, why", STORED_OTHERWISE)
 def test_an_attribute_set_in_a_way_not_followed_is_not_said_never_set(tmp_path, request, source, why):
-    """The analysis does not follow these stores, and says so; the instance decides (emission refuses
-    the call through it when the instance holds targets there)."""
+    """The analysis of the source does not follow these stores, and says so; the instance decides: split, the
+    instance's modules are analysed where it holds them (observed.py) and the split is exact, or the call
+    through the attribute is refused, truthfully."""
     module = load(tmp_path, request.node.callspec.id.replace("-", "_"), source)
     plan, refused = outcome(module)
     found = reasons(plan) if plan is not None else refused
     assert not any(NEVER_SETS in r for r in found), found
     assert any(why in r for r in found), found
+    _split_exactly_or_refused(module)
+
+
+def _split_exactly_or_refused(module: str) -> None:
     import sys
 
     model = sys.modules[module].Model().eval()
-    with pytest.raises(Refused) as info:
-        staticexec.subgraphs(model, {"x": torch.randn(2, 5, 8)}, ["Layer"])
-    assert {m.kind for m in info.value.messages} == {"unresolved-call"}
-    assert not any(NEVER_SETS in str(m) for m in info.value.messages)
+    sample = {"x": torch.randn(2, 5, 8)}
+    try:
+        chain = staticexec.subgraphs(model, sample, ["Layer"])
+    except Refused as info:
+        assert {m.kind for m in info.messages} == {"unresolved-call"}
+        assert not any(NEVER_SETS in str(m) for m in info.messages)
+        assert "no class" not in str(info)
+        return
+    assert [len(sg.targets) for sg in chain][1:] == [1] * (len(chain) - 1) and len(chain) > 1
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, chain, sample), model(**sample))
 
 
 def test_never_sets_is_said_where_it_is_true(tmp_path):
@@ -413,12 +425,7 @@ def test_a_target_below_a_module_set_by_computed_names_is_not_no_class(tmp_path)
     with pytest.raises(Refused) as info:
         analyse(ClassRef(module, "Model"), ["Layer"])
     assert {m.kind for m in info.value.messages} == {"unresolved-call"}
-    import sys
-
-    model = sys.modules[module].Model().eval()
-    with pytest.raises(Refused) as info:
-        staticexec.subgraphs(model, {"x": torch.randn(2, 5, 8)}, ["Layer"])
-    assert "no class" not in str(info.value)
+    _split_exactly_or_refused(module)
 
 
 def test_no_class_is_said_for_a_name_defined_nowhere(tmp_path):

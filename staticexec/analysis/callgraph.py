@@ -37,6 +37,8 @@ from staticexec.analysis.values import (
 )
 
 MAX_ROUNDS = 12
+# a call of an nn.Sequential runs this forward with the container as `self`
+SEQUENTIAL_FORWARD = FunctionRef("torch.nn.modules.container", "Sequential.forward")
 # builtins that never call what they are given
 NON_CALLING_BUILTINS = {
     "enumerate", "zip", "list", "tuple", "reversed", "iter", "len", "isinstance", "issubclass", "hasattr",
@@ -240,7 +242,7 @@ class CallGraphBuilder:
         params = ctx.params
         for i, name in enumerate(params):
             if i == 0 and self_class is not None:
-                env[name] = one(Instance(self_class))
+                env[name] = args.get(name) or one(Instance(self_class))
             elif name in args:
                 env[name] = args[name]
             else:
@@ -279,8 +281,8 @@ class CallGraphBuilder:
                     edges.append((target_node(cls), {}))
                     self.graph.add_node(target_node(cls))
                     continue
-                if self.resolver.is_container(cls):
-                    continue
+                if self.resolver.is_container(cls) and not self._own_forward(cls):
+                    continue  # a container of torch's, or one whose forward is torch's
                 if self.resolver.is_external(cls.module):
                     continue
                 if not self.may_hold_target(cls) and not any(_holds_target(v, self) for v in arg_values):
@@ -295,8 +297,11 @@ class CallGraphBuilder:
                 edges.append((nid, self._bind(fwd, call, arg_values, bound=True)))
             elif isinstance(atom, Container):
                 if _holds_target(atom.elem, self):
-                    unresolved.append("calls a container of target modules (nn.Sequential): its layers can't be cut")
-                    hidden = hidden or unresolved[-1]
+                    # only nn.Sequential among the containers is callable: its own forward, a loop over its
+                    # children, is analysed with `self` the container (emission checks the forward that runs)
+                    nid = self._enqueue(SEQUENTIAL_FORWARD, SEQUENTIAL_FORWARD.owner, {})
+                    callees.append(nid)
+                    edges.append((nid, {"self": one(atom), **self._bind(SEQUENTIAL_FORWARD, call, arg_values, bound=True)}))
             elif isinstance(atom, Function):
                 fref = atom.ref
                 if fref.module == "builtins" and fref.qualname in NON_CALLING_BUILTINS:
@@ -407,6 +412,11 @@ class CallGraphBuilder:
                     return one(Function(method, one(Instance(self_class))))
             return frozenset()
         return self.resolver.eval(f, ctx, env)
+
+    def _own_forward(self, cls: ClassRef) -> bool:
+        """Whether a class has a forward of its own, outside torch (a tool's ModuleList of experts)."""
+        fwd = self.resolver.find_method(cls, "forward")
+        return fwd is not None and not self.resolver.is_external(fwd.module)
 
     def _is_static(self, callee: FunctionRef) -> bool:
         ctx = self.resolver.function(callee)

@@ -304,12 +304,17 @@ def _named_store_sites(fn: ast.FunctionDef) -> list[tuple[ast.AST, str | None]]:
 
 
 def _stored_self_attrs(fn: ast.FunctionDef) -> set[str]:
-    """Attributes a method stores on self, or grows with `.append` / `.extend` / `.add_module`."""
+    """Attributes a method stores on self, grows with `.append` / `.extend` / `.add_module`, or stores an
+    item of (`self.adapters[lang] = ...`)."""
     out: set[str] = set()
     for node in ast.walk(fn):
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
             if isinstance(node.value, ast.Name) and node.value.id == "self":
                 out.add(node.attr)
+        elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):  # self.adapters[lang] = ...
+            inner = node.value
+            if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == "self":
+                out.add(inner.attr)
         elif (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)

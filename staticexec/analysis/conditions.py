@@ -87,6 +87,11 @@ class ConditionClassifier:
                 if f.value == "isinstance" and c == "input":
                     return "input"
                 return c if c != "input" else "dynamic"
+            if isinstance(f, cst.Name) and not node.args and f.value not in self.params and not self.bindings.get(f.value):
+                # a module-level function given nothing (a global flag such as get_calibrate_all_experts_flag()):
+                # no tensor of the forward decides it; it is read off the sample's run and checked again when
+                # the subgraphs run, as a condition on the inputs is
+                return "input"
             return "dynamic"
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             return worst(*(self.classify(e.value) for e in node.elements))

@@ -192,10 +192,7 @@ class FunctionPlanner:
         if not isinstance(stmt, COMPOUND):
             if not targets and not ancestors:
                 return opaque
-            if ancestors and len(targets) + len(ancestors) > 1:
-                self.refuse(UnsupportedStatement, stmt, "one statement makes several reaching calls, one of them into "
-                            "code that reaches a target; it can't be cut between them")
-            # several target calls and nothing else that reaches: emission takes the statement apart (linearize.py)
+            # several reaching calls: emission decides which run and takes the statement apart (emit/apart.py)
             for site, _ in targets + ancestors:
                 self.refuse_guarded_call(stmt, site)
             site, index = (targets or ancestors)[0]

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from staticexec.analysis.classes import (
-    GROWING_METHODS, SELF_RETURNING, TORCH_MODULE, ClassIndex, find_transformers_class, is_framework,
+    CONTAINERS, GROWING_METHODS, SELF_RETURNING, TORCH_MODULE, ClassIndex, find_transformers_class, is_framework,
 )
+from staticexec.analysis.observed import Observed
 from staticexec.analysis.functions import FunctionContext, bind_arguments, function_context
 from staticexec.analysis.scopes import free_called_names, walk
 from staticexec.analysis.session import current
@@ -75,8 +76,9 @@ class Factory:
 class Resolver(ClassIndex):
     """Evaluates expressions of model code to abstract values (see values.py)."""
 
-    def __init__(self, config: object | None = None) -> None:
+    def __init__(self, config: object | None = None, observed: Observed | None = None) -> None:
         super().__init__()
+        self.observed = observed  # what the instance being split holds (observed.py); None for a plan from source
         self.configs: dict[str, object] = {}
         if config is not None:
             self.configs["config"] = config
@@ -160,7 +162,20 @@ class Resolver(ClassIndex):
                         result = self.returns(method, one(Instance(cls)))
                     else:
                         result = one(Function(method, one(Instance(cls))))
-        return result
+        return join(result, self._observed_at(cls, attr, result))
+
+    def _observed_at(self, cls: ClassRef, attr: str, source: Value) -> Value:
+        """The module classes the instance holds at `self.<attr>` that the source does not give there (a
+        module replaced after construction); a torch container where the source gives a container is the same."""
+        if self.observed is None:
+            return EMPTY
+        known = _instance_classes(source)
+        held = self.observed.held(cls, attr) - known
+        if any(isinstance(a, Container) for a in source):
+            held = {c for c in held if (c.module, c.name) not in CONTAINERS}
+        methods = sorted(self.observed.bound(cls, attr), key=str)
+        return join(*(one(Instance(c)) for c in sorted(held, key=str)),
+                    *(one(Function(fn, one(Instance(owner)))) for fn, owner in methods))
 
     def stores(self, cls: ClassRef, attr: str) -> bool:
         """Whether the class's model code (its MRO, torch left out) stores `self.<attr>` anywhere."""
@@ -203,11 +218,14 @@ class Resolver(ClassIndex):
         for _ in range(depth):
             nxt = []
             for c in frontier:
-                for name in self.attribute_names(c):
-                    for k in _instance_classes(self.attribute(c, name)):
-                        if k not in seen:
-                            seen.add(k)
-                            nxt.append(k)
+                held = [k for name in self.attribute_names(c) for k in _instance_classes(self.attribute(c, name))]
+                if self.observed is not None:  # what the instance holds: a container of a tool's own, its items
+                    held += sorted(self.observed.items(c), key=str)
+                    held += sorted((k for owner, _, k in self.observed.attributes if owner == c), key=str)
+                for k in held:
+                    if k not in seen:
+                        seen.add(k)
+                        nxt.append(k)
             frontier = nxt
         return seen
 
@@ -246,6 +264,8 @@ class Resolver(ClassIndex):
                 found.append(self._stored_value(node.value, ctx, env, cls, attr))
             elif kind == "unpack":
                 found.append(unknown(f"self.{attr} is assigned by unpacking", ctx.line(node)))
+            elif kind == "item":
+                found.append(one(Container(self.eval(node.value, ctx, env))))
             else:  # self.<attr>.append(...), .extend, .insert, .add_module
                 v = self.eval(node.args[-1].value, ctx, env)
                 if node.func.attr.value == "extend":
@@ -329,7 +349,9 @@ class Resolver(ClassIndex):
             elif isinstance(atom, Mapping):
                 out.append(DATA)  # iterating a dict gives its keys
             elif isinstance(atom, Instance) and self.is_container(atom.cls):
-                out.append(unknown(f"elements of {atom.cls.name} are not known"))
+                items = self.observed.items(atom.cls) if self.observed is not None else set()
+                out.append(join(*(one(Instance(c)) for c in sorted(items, key=str))) if items
+                           else unknown(f"elements of {atom.cls.name} are not known"))
             elif isinstance(atom, (Data, Constant)):
                 out.append(DATA)
             elif isinstance(atom, Unknown):
@@ -377,7 +399,10 @@ class Resolver(ClassIndex):
                     else:
                         out.append(join(*atom.items))
                 elif isinstance(atom, Instance) and self.is_container(atom.cls):
-                    out.append(unknown(f"elements of {atom.cls.name} are not known", ctx.line(node)))
+                    items = self.element(one(atom))  # what the instance holds, if observed (observed.py)
+                    out.append(one(atom) if is_slice and not any(isinstance(a, Unknown) for a in items) else
+                               items if not any(isinstance(a, Unknown) for a in items) else
+                               unknown(f"elements of {atom.cls.name} are not known", ctx.line(node)))
                 elif isinstance(atom, (Data, Constant, ConfigRef)):
                     out.append(DATA)
                 elif isinstance(atom, Unknown):
@@ -888,7 +913,8 @@ def _is_config(value: object) -> bool:
 
 def _storing_sites(fn: cst.FunctionDef) -> dict[str, list[tuple[str, cst.CSTNode]]]:
     """Where a function stores to `self.<name>`, by name, in source order: an assignment ("assign"),
-    an unpacking ("unpack"), or a call that adds to a container ("add"). Found in one walk, kept
+    an unpacking ("unpack"), a call that adds to a container ("add"), or a store into one of its
+    items (`self.<name>[key] = ...`, "item"). Found in one walk, kept
     by the session."""
     table = current().table("resolve.storing_sites")
     sites = table.get(fn)
@@ -899,8 +925,11 @@ def _storing_sites(fn: cst.FunctionDef) -> dict[str, list[tuple[str, cst.CSTNode
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 name = _self_attr_name(t.target)
+                item = _self_attr_name(t.target.value) if isinstance(t.target, cst.Subscript) else None
                 if name is not None:
                     sites.setdefault(name, []).append(("assign", node))
+                elif item is not None:  # self.adapters[lang] = Adapter(config): a container grows
+                    sites.setdefault(item, []).append(("item", node))
                 elif isinstance(t.target, (cst.Tuple, cst.List)):
                     for name in dict.fromkeys(_self_attr_name(e.value) for e in t.target.elements):
                         if name is not None:

@@ -107,7 +107,7 @@ def alternative_samples(model: nn.Module) -> list[dict]:
 
 
 # the parts of a decoder layer a finer split takes as targets: its attention and its MLP (or MoE block)
-SUBLAYER = re.compile(r"(Attention|Attn|MLP|Mlp|MoE|Moe|FeedForward|FFN|Experts)$")
+SUBLAYER = re.compile(r"(Attention|Attn|MLP|Mlp|MoE|Moe|MoeBlock|MoEBlock|FeedForward|FFN|Experts)$")
 
 
 def linear_targets(model: nn.Module) -> list[str]:

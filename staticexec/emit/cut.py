@@ -74,6 +74,11 @@ def _keyed(value: ast.AST) -> str | None:
     return None
 
 
+def _assigned(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    """The targets of an assignment, annotated (`x: T = v`) or not."""
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
+
+
 def _aliases(tree: ast.Module) -> tuple[tuple[str, str], ...]:
     """Top-level assignments of one name to another's object or a view of it, in order; a dict display
     `kw = {'x': h}` makes `kw['x']` an alias of h, and `x = kw.pop('x')` an alias of `kw['x']`."""
@@ -85,10 +90,10 @@ def _aliases(tree: ast.Module) -> tuple[tuple[str, str], ...]:
                     out += [(f"{target.id}[{k.value!r}]", base) for k, v in zip(top.value.keys, top.value.values)
                             if isinstance(k, ast.Constant) and (base := _view_base(v)) is not None]
             continue
-        if isinstance(top, ast.Assign):
+        if isinstance(top, (ast.Assign, ast.AnnAssign)) and top.value is not None:
             base = _keyed(top.value) or _view_base(top.value)
             if base is not None:
-                for target in top.targets:
+                for target in _assigned(top):
                     names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
                     out += [(t.id, base) for t in names if isinstance(t, ast.Name)]
     return tuple(out)
@@ -250,13 +255,16 @@ def _object_aliases(code: str) -> tuple[tuple[str, str], ...]:
     holds or reaches (`cache = past_key_values.self_attention_cache if ... else past_key_values`)."""
     out = []
     for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Assign):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:  # `cache: Layer = pkv.layers[i]`
             bases = _holders(node.value)
-            for target in node.targets:
+            for target in _assigned(node):
                 out += [(t, b) for t in _target_names(target) for b in bases]
                 if isinstance(node.value, ast.Dict) and isinstance(target, ast.Name):  # a call's keyword dict
                     out += [(f"{target.id}[{k.value!r}]", b) for k, v in zip(node.value.keys, node.value.values)
                             if isinstance(k, ast.Constant) for b in _holders(v)]
+                    # `{..., **kwargs}`: the entries of kwargs are entries of this dict (_alias_groups)
+                    out += [(target.id, b) for k, v in zip(node.value.keys, node.value.values) if k is None
+                            for b in _holders(v)]
     return tuple(out)
 
 
@@ -270,13 +278,25 @@ def _alias_groups(steps: list[Step]) -> dict[str, set[str]]:
             n = parent[n]
         return n
 
+    def union(name: str, base: str) -> None:
+        seen.update((name, base))
+        a, b = find(name), find(base)
+        if a != b:
+            parent[a] = b
+
     seen: set[str] = set()
+    links = []
     for step in steps:
         for name, base in _names(step.code).aliases + _object_aliases(step.code):
-            seen.update((name, base))
-            a, b = find(name), find(base)
-            if a != b:
-                parent[a] = b
+            union(name, base)
+            links.append((name, base))
+    # two names of one dict (`kwargs = kw`, or `kw2 = {**kwargs}`) hold the same entries: `kw2['past_key_values']`
+    # is `kw['past_key_values']`, for every key an entry is read or bound by
+    keys = {n[n.index("["):] for n in seen if "[" in n}
+    for name, base in links:
+        if name.isidentifier() and base.isidentifier():
+            for key in keys:
+                union(name + key, base + key)
     groups: dict[str, set[str]] = {}
     for n in seen:
         groups.setdefault(find(n), set()).add(n)
@@ -285,6 +305,14 @@ def _alias_groups(steps: list[Step]) -> dict[str, set[str]]:
         names = {m for m in members if m.isidentifier()}
         for m in names:
             out[m] = names - {m}
+    # a dict holds its entries: `kwargs` and the `past_key_values` bound from `kwargs['past_key_values']` go together
+    for n in seen:
+        name, bracket, _ = n.partition("[")
+        if bracket and name.isidentifier():
+            for other in groups[find(n)]:
+                if other.isidentifier() and other != name:
+                    out.setdefault(name, set()).add(other)
+                    out.setdefault(other, set()).add(name)
     return out
 
 

@@ -37,7 +37,9 @@ from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.cut import Step, build_subgraphs
 from staticexec.emit.imported import running_code_refusal
-from staticexec.emit.linearize import CannotLinearize, linearize
+from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
+from staticexec.emit.comprehension import CannotUnroll, comprehension_iterables, unroll
+from staticexec.emit.linearize import CannotLinearize
 from staticexec.emit.run import arm_target_check
 
 RUNTIME = "_sx"
@@ -342,7 +344,9 @@ class Emitter:
         self.steps: list[Step] = []
         self.frames = 0
         self.globals: dict[str, Any] = {RUNTIME: runtime}
-        self.paths = {id(m): name for name, m in model.named_modules(remove_duplicate=False)}
+        self.paths: dict[int, str] = {}  # a module held under several names goes by the first, as named_modules() names it
+        for name, m in model.named_modules(remove_duplicate=False):
+            self.paths.setdefault(id(m), name)
         self._parsed: dict[str, tuple[cst.FunctionDef, int]] = {}
         self.called_targets: list[str] = []
         self.where: tuple[str, int] = location(type(model))  # the plan statement being emitted, for refusals
@@ -642,10 +646,8 @@ class Emitter:
             stmt = stmts[i]
             i += 1
             self.where = (frame.planned.path, entry.first)
-            if kind is Kind.TARGET:
-                self._target(frame, stmt, entry)
-            elif kind is Kind.ANCESTOR:
-                self._ancestor(frame, stmt, entry)
+            if kind is Kind.TARGET or kind is Kind.ANCESTOR:
+                self._reaching(frame, stmt, entry)
             elif entry.statement is Control.EXIT:
                 self._opaque(frame, [stmt], top=False, rest=None, later=True)
             else:
@@ -655,6 +657,8 @@ class Emitter:
         for k, stmt in enumerate(chunk):
             line = self._line_of(frame, stmt)
             if isinstance(stmt, cst.SimpleStatementLine) and any(isinstance(s, cst.Return) for s in stmt.body):
+                if self._comprehension_over_targets(frame, stmt, line):
+                    return
                 self._check_opaque_calls(frame, stmt, line)
                 ret = next(s for s in stmt.body if isinstance(s, cst.Return))
                 before = [s for s in stmt.body if s is not ret][: stmt.body.index(ret)]
@@ -676,6 +680,8 @@ class Emitter:
                     raise Refused([UnsupportedStatement(frame.planned.path, line, "a `return` nested in code that is followed by target calls")])
                 self._tail(frame, chunk[k:] + [s for s in rest], line)
                 return
+            if self._comprehension_over_targets(frame, stmt, line):
+                continue
             self._check_opaque_calls(frame, stmt, line)
             self._emit_stmt(frame, stmt, line)
             learned = self._learn(frame, stmt)
@@ -857,17 +863,105 @@ class Emitter:
         self._add(frame, self._returning(frame, stmt, choose=choose), line)
         self._forget_stores(frame, stmt)
 
-    def _target(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
+    def _reaching(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
+        """A statement that calls a target or code that reaches one. Every call in it that reaches at emit
+        time (a target module, a module that holds targets, a function the plan analyses) counts, not only
+        the one the plan names: the expressions that guard them are decided, and several that run are
+        taken apart (apart.py), each a statement of its own."""
         line = entry.first
-        call = self._call_node(stmt, entry)
-        several = self._target_calls(frame, stmt)
-        if len(several) > 1:
-            self._targets_apart(frame, stmt, several, line)
+        planned = self._call_node(stmt, entry)
+        calls = reaching_calls(stmt, planned, entry.kind is Kind.TARGET, lambda call: self._call_kind(frame, call))
+        if len(calls) == 1:
+            runs, choose = self._expression_guards(frame, stmt, planned, line)
+            if not runs:
+                self._skipped(frame, stmt, line, choose)
+            elif calls[0][1]:
+                self._target_call(frame, stmt, planned, line, choose)
+            else:
+                self._ancestor_call(frame, stmt, planned, line, choose)
             return
-        runs, choose = self._expression_guards(frame, stmt, call, line)
-        if not runs:
+        self._calls_that_run(frame, stmt, calls, line)
+
+    def _calls_that_run(self, frame: Frame, stmt: cst.CSTNode, calls: list[tuple[cst.Call, bool]], line: int) -> None:
+        """Decide the guards of a statement's reaching calls; emit it as its one call that runs, or taken apart."""
+        running, choose = decide_guards(stmt, [call for call, _ in calls], lambda test: self._decide(frame, test, line),
+                                        lambda label: self._refuse_guard(frame, line, label))
+        kinds = dict(calls)
+        if not running:
             self._skipped(frame, stmt, line, choose)
+        elif len(running) == 1:
+            call = running[0]
+            (self._target_call if kinds[call] else self._ancestor_call)(frame, stmt, call, line, choose)
+        else:
+            self._apart(frame, stmt, [(call, kinds[call]) for call in running], line, choose)
+
+    def _reaching_code(self, frame: Frame, stmt: cst.SimpleStatementLine, line: int) -> None:
+        """A statement emission made (a comprehension's element for one item): its reaching calls, found at
+        emit time, emitted as the plan's reaching statements are; with none, opaque code, checked as such."""
+        calls = [(call, kind) for call in calls_in(stmt) if (kind := self._call_kind(frame, call)) is not None]
+        if not calls:
+            self._check_opaque_calls(frame, stmt, line)
+            self._add(frame, self._returning(frame, stmt), line)
+            learned = self._learn(frame, stmt)
+            self._forget_stores(frame, stmt)
+            if learned is not None:
+                self._remember(frame, *learned)
             return
+        self._calls_that_run(frame, stmt, calls, line)
+
+    def _comprehension_over_targets(self, frame: Frame, stmt: cst.CSTNode, line: int) -> bool:
+        """An opaque statement with a comprehension over modules that hold targets (`[head(h) for head in
+        self.lm_heads]`): unrolled (comprehension.py), one statement per item, checked where it stood like an
+        unrolled loop. False when the statement has none; refused when it can't be unrolled."""
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not any(
+                True for _ in walk(stmt, only=(cst.ListComp, cst.GeneratorExp))):
+            return False
+        code = rewritten(stmt, {}).strip()
+        for iterable in comprehension_iterables(code):
+            try:
+                items = evaluate(iterable, frame.values, frame.module_globals)
+            except Undecidable:
+                continue
+            if not (_is_module(items) and self._holds_target(items)):
+                continue
+            items = list(items)
+            self.temps += 1
+            try:
+                unrolled = unroll(code, iterable, len(items), f"comp__{self.temps}_")
+            except CannotUnroll as exc:
+                raise Refused([UnsupportedStatement(frame.planned.path, line, f"a comprehension over `{iterable}`, "
+                                                    f"which holds targets: {exc}")]) from exc
+            expected = runtime.LoopItems(tuple(items), tuple(self._item_label(i) for i in items), True)
+            alias = f"loop__{len(self.globals)}"
+            self.globals[alias] = expected
+            check = _code(cst.parse_expression(iterable).visit(_Rewrite(frame.rename))).strip()
+            self._add(frame, f"{RUNTIME}.expect_loop({check}, {alias}, {self._origin(frame, line)!r}, {iterable!r})\n", line)
+            for var, item, piece in zip(unrolled.variables, items, unrolled.items):
+                self._bind_loop_target(frame, cst.Name(var), item, line)
+                self._reaching_code(frame, cst.parse_statement(piece), line)
+            self._reaching_code(frame, cst.parse_statement(unrolled.rest), line)
+            return True
+        return False
+
+    def _refuse_guard(self, frame: Frame, line: int, label: str) -> None:
+        raise Refused([UnsupportedStatement(frame.planned.path, line, f"a reaching call inside a {label}")])
+
+    def _call_kind(self, frame: Frame, call: cst.Call) -> bool | None:
+        """True: the call's callee is a target module at emit time; False: a module that holds targets, or a
+        function the plan analyses; None: neither, or not known before running."""
+        try:
+            callee = evaluate(_code(call.func), frame.values, frame.module_globals)
+        except Undecidable:
+            return None
+        if _is_module(callee):
+            return True if type(callee).__name__ in self.targets else (False if self._holds_target(callee) else None)
+        fn, self_obj = getattr(callee, "__func__", callee), getattr(callee, "__self__", None)
+        if not inspect.isfunction(fn):
+            return None
+        nid = node_id(_function_ref(fn), _class_ref(type(self_obj)) if _is_module(self_obj) else None)
+        return False if self.plan.function(nid) is not None else None
+
+    def _target_call(self, frame: Frame, stmt: cst.CSTNode, call: cst.Call, line: int, choose: tuple) -> None:
         module = self._concrete(frame, call.func, line)
         name = type(module).__name__
         if name not in self.targets:
@@ -881,46 +975,23 @@ class Emitter:
         self._add(frame, code, line, target=self.paths[id(module)])
         self._forget_stores(frame, stmt)
 
-    def _target_calls(self, frame: Frame, stmt: cst.CSTNode) -> list[tuple[cst.Call, Any]]:
-        """The calls of a statement whose callee is a target module at emit time, with the module."""
-        out = []
-        for call in cached_calls(stmt):
-            try:
-                module = evaluate(_code(call.func), frame.values, frame.module_globals)
-            except Undecidable:
-                continue
-            if _is_module(module) and type(module).__name__ in self.targets:
-                out.append((call, module))
-        return out
-
-    def _targets_apart(self, frame: Frame, stmt: cst.CSTNode, calls: list[tuple[cst.Call, Any]], line: int) -> None:
-        """A statement that calls several targets (every Linear of an MLP): taken apart in Python's evaluation
-        order (linearize.py), each target call a statement of its own, so a subgraph can start at each."""
-        for call, _ in calls:
-            if list(expression_guards(stmt, call)):
-                raise Refused([UnsupportedStatement(frame.planned.path, line, "a target call inside a conditional "
-                                                    "expression or `and` / `or`, among several target calls")])
-        funcs = [_code(call.func.visit(_Rewrite(frame.rename))).strip() for call, _ in calls]
+    def _apart(self, frame: Frame, stmt: cst.CSTNode, calls: list[tuple[cst.Call, bool]], line: int, choose: tuple) -> None:
+        """A statement with several reaching calls that run (every Linear of an MLP line, a head of a Linear
+        and a module that holds one): taken apart in Python's evaluation order (apart.py), each reaching call
+        a statement of its own, emitted as a target or an inlined call; the rest is opaque code."""
         self.temps += 1
         try:
-            pieces = linearize(rewritten(stmt, frame.rename).strip(), funcs, f"lin__{self.temps}_")
+            pieces = take_apart(rewritten(stmt, {}, None, choose).strip(), [(_code(c.func), kind) for c, kind in calls],
+                                f"lin__{self.temps}_")
         except CannotLinearize as exc:
-            raise Refused([UnsupportedStatement(frame.planned.path, line, f"several target calls in one statement: {exc}")]) from exc
+            raise Refused([UnsupportedStatement(frame.planned.path, line, f"several reaching calls in one statement: {exc}")]) from exc
         for piece in pieces:
-            code = piece.code
-            target = None
-            if piece.target is not None:
-                module = calls[funcs.index(piece.target)][1]
-                path = self._path_expr(module)
-                if path in self.called_targets:
-                    raise Refused([UnsupportedStatement(frame.planned.path, line, f"{path} would be called twice")])
-                self.called_targets.append(path)
-                target = self.paths[id(module)]
-            elif code.startswith("return"):
-                code = f"{frame.result} = {code[len('return'):].strip() or 'None'}\n"
-                frame.returned = True
-            self._add(frame, code, line, target=target)
-        self._forget_stores(frame, stmt)
+            if piece.call is None:  # opaque code (`lin__3 = i + 1`, known at emit time as there), or the rest
+                self._reaching_code(frame, piece.stmt, line)
+            elif piece.target:
+                self._target_call(frame, piece.stmt, piece.call, line, ())
+            else:
+                self._ancestor_call(frame, piece.stmt, piece.call, line, ())
 
     def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[cst.Call, str] | None = None, choose: tuple = ()) -> str:
         """A reaching statement's code; `return X` becomes an assignment of the frame's result."""
@@ -959,13 +1030,7 @@ class Emitter:
             self._selected = {id(m) for m in (self.model.get_submodule(n) for n in self.watched or ())}
         return any(type(m).__name__ in self.targets or id(m) in self._selected for m in module.modules())
 
-    def _ancestor(self, frame: Frame, stmt: cst.CSTNode, entry: Statement) -> None:
-        line = entry.first
-        call = self._call_node(stmt, entry)
-        runs, choose = self._expression_guards(frame, stmt, call, line)
-        if not runs:
-            self._skipped(frame, stmt, line, choose)
-            return
+    def _ancestor_call(self, frame: Frame, stmt: cst.CSTNode, call: cst.Call, line: int, choose: tuple) -> None:
         callee = self._callee(frame, call.func, line)
         bound = getattr(callee, "__self__", None)
         autograd = False
@@ -1006,7 +1071,8 @@ class Emitter:
                 self._emit_stmt(frame, stmt, line)
                 self._forget_stores(frame, stmt)
                 return
-            raise Refused([InstanceMismatch(frame.planned.path, line, f"the plan has no analysis of {nid}")])
+            held = f"{type(self_obj).__name__} holds targets, and " if self_obj is not None else ""
+            raise Refused([InstanceMismatch(frame.planned.path, line, f"{held}the plan has no analysis of {nid}")])
         result = f"ret__{self.frames}"
         inner = self._frame(nid, planned, self_obj, rename=True, result=result)
         inner.scopes = frame.scopes
@@ -1152,7 +1218,9 @@ class Emitter:
         body = self._line_of(frame, stmt.body.body[0])
         orelse = stmt.orelse
         if orelse is None:
-            after = self._line_of(frame, stmt) + _code(stmt).rstrip().count("\n") + 1
+            end = positions(frame.tree).get(stmt)  # the code of the node would count the blank lines before it
+            after = (end.end.line + frame.line_offset if end is not None else self._line_of(frame, stmt)
+                     + _code(stmt).strip().count("\n")) + 1
         else:
             after = self._line_of(frame, orelse if isinstance(orelse, cst.If) else orelse.body.body[0])
         return self.sample_run.branch(IfLines(frame.file, (line, test_end), body, after), occurrence)

@@ -30,6 +30,7 @@ from typing import Any
 from staticexec.messages import InstanceHook, Message, Refused, ReplacedForward
 from staticexec.analysis.plan import Plan
 from staticexec.emit.modules import named_modules, outermost
+from staticexec.emit.run import is_tripwire
 from staticexec.emit.validate import relative
 
 HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks")
@@ -117,6 +118,8 @@ def instance_refusals(model: Any, plan: Plan, sample: Any = None) -> list[Messag
             if attr == "_forward_hooks" and path:  # run by the subgraph after the inlined forward (hooks_exit)
                 continue
             for hook in getattr(module, attr, {}).values():
+                if is_tripwire(hook):  # the target check of a chain emitted earlier, taken off when this one is armed
+                    continue
                 kind = "pre-hook" if "pre" in attr else "hook"
                 out.append(InstanceHook(*_place(hook, module), f"a forward {kind} {_name(hook)} on {label}: "
                                         "its forward is inlined into the subgraphs, so the hook would not run"))

@@ -13,8 +13,11 @@ is left computes the rest from the temporaries:
     lin__4 = self.down_proj(lin__3)     # target
     down = lin__4
 
-Names and constants are read where they were; the callee of a call (`self.act_fn`) stays with
-its call. An expression whose parts Python may skip or run later (`and` / `or`, a conditional
+The calls taken out need not be targets: a call of a module that holds targets, or of a function
+that reaches one, is taken out the same way and inlined by emission (apart.py).
+
+Names and constants are read where they were; the callee of a call (`self.act_fn`, `self.layers[i]`,
+`t.view`) stays with its call, and only what a method is read from is computed before. An expression whose parts Python may skip or run later (`and` / `or`, a conditional
 expression, a comprehension, a lambda, `:=`) around a target call can't be taken apart in order,
 and is refused by the caller.
 """
@@ -41,10 +44,27 @@ _LAZY = (ast.BoolOp, ast.IfExp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictC
          ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)
 
 
+def _lookup(node: ast.AST) -> bool:
+    """Whether an expression only reads names, attributes and items by names or constants (`self.layers[i]`)."""
+    if isinstance(node, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _lookup(node.value)
+    return isinstance(node, ast.Subscript) and _lookup(node.value) and _lookup(node.slice)
+
+
+def _stays(func: ast.AST) -> bool:
+    """Whether a callee stays with its call: a lookup (`self.layers[i]`) or a method of a value (`t.view`)."""
+    return _lookup(func) or isinstance(func, ast.Attribute)
+
+
 def _children(node: ast.AST) -> list[ast.AST]:
-    """A node's sub-expressions in the order Python evaluates them."""
+    """A node's sub-expressions in the order Python evaluates them; a callee that stays with its call gives
+    only what it is read from, and a lookup nothing."""
     if isinstance(node, ast.Call):
-        return [node.func, *node.args, *(k.value for k in node.keywords)]
+        func = node.func
+        first = [] if _lookup(func) else [func.value] if isinstance(func, ast.Attribute) else [func]
+        return [*first, *node.args, *(k.value for k in node.keywords)]
     if isinstance(node, ast.Dict):
         out: list[ast.AST] = []
         for k, v in zip(node.keys, node.values):
@@ -102,7 +122,8 @@ def linearize(code: str, target_funcs: list[str], prefix: str) -> list[Piece]:
     if sorted(ast.unparse(c.func) for c in calls) != sorted(target_funcs):
         raise CannotLinearize("a target is called more than once, or through a callee it can't tell apart")
     last = order.index(calls[-1])
-    callees = {id(n.func) for n in order if isinstance(n, ast.Call)}
+    callees = {id(n.func) for n in order if isinstance(n, ast.Call) and _stays(n.func)}
+    callee_code = {id(c): ast.unparse(c.func) for c in calls}
     names: dict[int, str] = {}
     pieces: list[Piece] = []
     for node in order[: last + 1]:
@@ -112,7 +133,7 @@ def linearize(code: str, target_funcs: list[str], prefix: str) -> list[Piece]:
             continue
         value = _Replace(names).generic_visit(node) if not isinstance(node, _LAZY) else node
         name = f"{prefix}{len(names)}"
-        pieces.append(Piece(f"{name} = {ast.unparse(value)}\n", ast.unparse(node.func) if node in calls else None))
+        pieces.append(Piece(f"{name} = {ast.unparse(value)}\n", callee_code.get(id(node))))
         names[id(node)] = name
     pieces.append(Piece(ast.unparse(_Replace(names).visit(stmt)) + "\n"))
     return pieces

@@ -131,6 +131,8 @@ def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[
         if holder is not None:
             nested[id(module)] = holder
     modules += [m for _, m in outer]
+    kept = {id(m) for m in modules}
+    remove_tripwires(m for _, m in listing if id(m) not in kept)  # an earlier chain's targets, not watched now
     install_tripwires(modules)
     for sg in chain:
         sg.nested_targets = nested
@@ -141,6 +143,18 @@ def install_tripwires(modules: list) -> None:
     for module in modules:
         if not any(hook is _tripwire for hook in module._forward_pre_hooks.values()):
             module.register_forward_pre_hook(_tripwire)
+
+
+def is_tripwire(hook: Any) -> bool:
+    """Whether a forward pre-hook is the target check's own."""
+    return hook is _tripwire
+
+
+def remove_tripwires(modules: Any) -> None:
+    """Take the tripwire off modules: a chain emitted earlier with other targets watched them."""
+    for module in modules:
+        for key in [k for k, hook in module._forward_pre_hooks.items() if hook is _tripwire]:
+            del module._forward_pre_hooks[key]
 
 
 @dataclass

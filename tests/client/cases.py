@@ -196,6 +196,27 @@ CASES = {
 }
 
 
+def _glm_moe_dsa_config():
+    """The tiny configuration of llm-compressor's own test of this model (test_glm_moe_dsa_trace.py)."""
+    from transformers.models.glm_moe_dsa.configuration_glm_moe_dsa import GlmMoeDsaConfig
+
+    return GlmMoeDsaConfig(hidden_size=HIDDEN, intermediate_size=256, moe_intermediate_size=64, num_hidden_layers=4,
+                           num_attention_heads=4, num_key_value_heads=4, num_local_experts=4, n_routed_experts=4,
+                           num_experts_per_tok=2, n_shared_experts=1, n_group=1, topk_group=1, vocab_size=VOCAB)
+
+
+# targets below the decoder layer: every Linear, or the attention and the experts; GLM-MoE-DSA's fused experts
+# are first turned into one module per expert by llm-compressor's `linearize_moe` (the tests pass it as on_load)
+GLM_IGNORE = ["lm_head", "re:.*mlp.gate$"]
+SUBLAYER_CASES = {
+    "llama_linear": Case("llama_linear", _llama_config, "LlamaForCausalLM", _text, ["Linear"]),
+    "glm_moe_dsa_experts": Case("glm_moe_dsa_experts", _glm_moe_dsa_config, "GlmMoeDsaForCausalLM", _text,
+                                ["GlmMoeDsaAttention", "ExpertMLP"], ignore=GLM_IGNORE),
+    "glm_moe_dsa_linear": Case("glm_moe_dsa_linear", _glm_moe_dsa_config, "GlmMoeDsaForCausalLM", _text, ["Linear"],
+                               ignore=GLM_IGNORE),
+}
+
+
 def tokenizer(input_names: list[str] | None = None):
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
@@ -250,6 +271,9 @@ class Record:
     subgraph_runs: list[int] = field(default_factory=list)  # per subgraph, in order: runs of its `forward`
     loaded: dict[str, torch.Tensor] = field(default_factory=dict)  # the state dict as loaded, before oneshot
     target_calls: dict[str, int] = field(default_factory=dict)  # per sequential target module: its calls in oneshot
+    # of those, the calls made while the tracer ran (staticexec runs the model's own forward once on the sample
+    # where it reads a branch off that run)
+    calls_while_tracing: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -337,10 +361,12 @@ class _Timed:
         def timed(*args: Any, **kwargs: Any):
             self.record.trace_calls += 1
             start = time.perf_counter()
+            before = dict(self.record.target_calls)
             try:
                 subgraphs = self.inner(*args, **kwargs)
             finally:
                 self.seconds += time.perf_counter() - start
+                self.record.calls_while_tracing = {k: v - before.get(k, 0) for k, v in self.record.target_calls.items()}
             self.record.subgraph_runs = [0] * len(subgraphs)
             for index, subgraph in enumerate(subgraphs):
                 subgraph.forward = self._counting(subgraph.forward, index)

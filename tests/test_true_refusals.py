@@ -493,3 +493,50 @@ def test_an_attribute_of_a_class_whose_bases_are_not_read_is_not_said_never_set(
     assert not refused, refused
     assert not any(NEVER_SETS in r for r in reasons(plan)), reasons(plan)
     assert any("Model's base `Base` is not resolved" in r for r in reasons(plan)), reasons(plan)
+
+
+# ----- state is keyed by class: a write to another class's attribute of the same name ----------------
+
+def test_a_write_to_an_attribute_of_another_class_with_the_same_name_does_not_refuse(tmp_path):
+    """A cache class appends to its own `self.layers` during the forward (as transformers' DynamicCache
+    does in `__init__`); the model loops over its `self.layers` of targets. The write says nothing about
+    the model's list, so the model splits exactly. The control writes to the model's own list."""
+    module = load(tmp_path, "same_attribute_other_class", """
+        class Cache:
+            def __init__(self):
+                self.layers = []
+
+            def grow(self, n):
+                for _ in range(n):
+                    self.layers.append(None)
+                return self
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([Layer() for _ in range(3)])
+
+            def forward(self, x):
+                cache = Cache().grow(len(self.layers))
+                for layer in self.layers:
+                    x = layer(x)
+                return x + len(cache.layers)
+        """)
+    plan, refused = outcome(module)
+    assert refused == [] and plan is not None
+    assert splits_exactly(module) == [[], ["layers.0"], ["layers.1"], ["layers.2"]]
+    control = load(tmp_path, "same_attribute_own_class", """
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.layers = nn.ModuleList([Layer() for _ in range(3)])
+
+            def forward(self, x):
+                for layer in self.layers:
+                    x = layer(x)
+                self.layers.append(Layer())
+                return x
+        """)
+    _, refused = outcome(control)
+    assert any(m.startswith("mutated-state") for m in refused), refused

@@ -18,6 +18,7 @@ becomes.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -220,8 +221,9 @@ def _carry_aliases(pieces: list[Piece], together: dict[str, set[str]], before: d
     that may hold the same object as one of this subgraph's inputs (`past_key_values__1`, bound to the
     callee's `past_key_values__2` by an inlined call) comes in with that input and leaves with it, so both
     names keep the one copy the code changed. Names no later subgraph reads are not carried."""
+    read_after = _read_after(pieces)  # before any piece is changed: carrying adds to a piece's own inputs only
     for i, piece in enumerate(pieces):
-        later = {n for other in pieces[i + 1 :] for n in other.inputs}
+        later = read_after[i]
         defined, maybe_defined, local = before[id(piece)]
         for name in list(piece.inputs):
             for other in sorted(together.get(name, ())):
@@ -229,11 +231,21 @@ def _carry_aliases(pieces: list[Piece], together: dict[str, set[str]], before: d
                     continue
                 if other in defined or other in maybe_defined:
                     piece.inputs.append(other)
+                    piece.carried.add(other)
+                    piece.passed_through.add(other)
                     piece.outputs = sorted(set(piece.outputs) | {other})
                     if other not in defined:
                         piece.maybe_inputs.add(other)
                     else:
                         piece.definite_outputs.add(other)
+
+
+def _read_after(pieces: list[Piece]) -> list[set[str]]:
+    """For each piece, the names the pieces after it read (their inputs)."""
+    out: list[set[str]] = [set() for _ in pieces]
+    for i in range(len(pieces) - 2, -1, -1):
+        out[i] = out[i + 1] | set(pieces[i + 1].inputs)
+    return out
 
 
 def _holders(value: ast.AST) -> list[str]:
@@ -341,6 +353,7 @@ class Piece:
     reads: dict[str, list[str]] = field(default_factory=dict)  # input -> the model lines whose code reads it
     passed_through: set[str] = field(default_factory=set)  # inputs it never rebinds: outputs only if changed
     spread_inputs: set[str] = field(default_factory=set)  # inputs its code reads only as `**name`
+    carried: set[str] = field(default_factory=set)  # inputs its code never reads, taken for an alias (_carry_aliases)
 
 
 def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
@@ -427,10 +440,9 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                                and not any(n in _names(s).loads for step in piece.steps for s in step.scopes)}
     _carry_aliases(pieces, _alias_groups(steps), before)
     # keep only outputs a later piece reads (and the final output)
+    read_after = _read_after(pieces)
     for i, piece in enumerate(pieces):
-        later = set()
-        for other in pieces[i + 1 :]:
-            later |= set(other.inputs)
+        later = read_after[i]
         keep = [n for n in piece.outputs if n in later]
         if i == len(pieces) - 1:
             keep = sorted(set(keep) | {output_name})
@@ -466,6 +478,7 @@ def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_
         written_inputs=set(piece.written_inputs),
         passed_through=set(piece.passed_through) & set(piece.outputs),
         spread_inputs=set(piece.spread_inputs),
+        carried_inputs=set(piece.carried) & set(piece.outputs),
         input_reads={k: tuple(v) for k, v in piece.reads.items()},
         _globals=globals_,
     )
@@ -489,7 +502,7 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
         if step.scopes != current:
             current = step.scopes
             if current:
-                lines.append("    with " + ", ".join(current) + ":")
+                lines.append("    with " + ", ".join(_merged_scopes(current)) + ":")
         indent = "        " if current else "    "
         lines.append(f"{indent}# {step.origin}")
         for code_line in step.code.rstrip("\n").split("\n"):
@@ -506,6 +519,29 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
     else:
         lines.append("    return {" + ", ".join(f"{n!r}: {n}" for n in sure) + "}")
     return "\n".join(lines) + "\n", origins
+
+
+_SCOPE = re.compile(r"(\w+)\.wrapper_scope\((\w+)\)$")
+
+
+def _merged_scopes(contexts: tuple[str, ...]) -> list[str]:
+    """The context managers of a `with`, where consecutive wrapper scopes are entered by one
+    `wrapper_scope(a, b, ...)`: one context manager instead of one per decorator."""
+    out: list[str] = []
+    names: list[str] = []
+    runtime = ""
+    for context in contexts + ("",):
+        match = _SCOPE.match(context)
+        if match:
+            runtime = match.group(1)
+            names.append(match.group(2))
+            continue
+        if names:
+            out.append(f"{runtime}.wrapper_scope({', '.join(names)})")
+            names = []
+        if context:
+            out.append(context)
+    return out
 
 
 def _module_paths(piece) -> list[str]:

@@ -174,6 +174,7 @@ class Subgraph:
     written_inputs: set[str] = field(default_factory=set)  # inputs its code may change in place
     passed_through: set[str] = field(default_factory=set)  # outputs it received and never rebinds
     spread_inputs: set[str] = field(default_factory=set)  # inputs its code reads only as `**name`
+    carried_inputs: set[str] = field(default_factory=set)  # inputs its code never reads, taken for an alias
     input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
@@ -226,8 +227,11 @@ class Subgraph:
         checked = _TRIPWIRES.get()
         values = {}
         shared: list = []  # (input, tensor, version) of the tensors shared, not copied: checked after the run
+        carried = self.carried_inputs
         for k, v in unpacked.items():
             kind = _kind(type(v))
+            if k in carried and kind != _ATOM:  # after the inputs its code reads: it takes their copies
+                continue
             if k in written:
                 values[k] = written[k]
             elif kind == _TENSOR_KIND:  # shared as it is (or as the copy a written alias of it got)
@@ -241,6 +245,11 @@ class Subgraph:
                 values[k] = fresh = _fresh(v, memo)
                 if checked and type(fresh) is tuple:
                     shared += [(k, t, _version(t)) for t in _tuple_tensors(fresh, v)]
+        for k in carried:
+            if k not in values:
+                v = unpacked[k]
+                # never read here, so only a copy made of an object it shares with a read input can change it
+                values[k] = v if _untouched(v, memo) else _fresh(v, memo)
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
         recorder = handle = None
@@ -502,6 +511,23 @@ def _kind(cls: type) -> int:
 def _is_atom(value: Any) -> bool:
     """Values a subgraph never copies: immutable ones, tensors, modules, configs, types and callables."""
     return (_kind(type(value))) <= _TENSOR_KIND
+
+
+def _untouched(value: Any, memo: dict, depth: int = 4) -> bool:
+    """Whether a value is made of atoms, tensors and plain containers none of which was copied in this run
+    (so it holds no object of the copies): it can be passed as it is."""
+    kind = _kind(type(value))
+    if kind == _ATOM:
+        return True
+    if id(value) in memo or depth == 0:
+        return False
+    if kind == _TENSOR_KIND:
+        return True
+    if kind == _TUPLE or kind == _LIST or kind == _FROZENSET or kind == _SET:
+        return all(_untouched(v, memo, depth - 1) for v in value)
+    if kind == _DICT:
+        return all(_untouched(v, memo, depth - 1) for v in value.values())
+    return False
 
 
 def _fresh(value: Any, memo: dict, held: bool = False) -> Any:

@@ -31,7 +31,9 @@ module run as torch would. Which decorators are modelled is analysis/decorators.
 from __future__ import annotations
 
 import contextvars
+import functools
 import inspect
+import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -52,8 +54,14 @@ class _Suspend(BaseException):
 _ABSENT = object()
 
 
+@functools.lru_cache(maxsize=4096)
+def _signature(fn: Callable) -> inspect.Signature:
+    """A function's signature, read once (a wrapper runs at every subgraph chain's start and end)."""
+    return inspect.signature(fn)
+
+
 def _stand_in(fn: Callable, body: Callable) -> Callable:
-    body.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    body.__signature__ = _signature(fn)  # type: ignore[attr-defined]
     body.__name__ = fn.__name__
     body.__qualname__ = fn.__qualname__
     return body
@@ -101,9 +109,12 @@ def _run_to_call(self: Any, kw: dict, decorator: Callable, fn: Callable, where: 
         attributes = []
         for obj, old in zip(watched, before):
             now = vars(obj)
-            for key in sorted(set(old) | set(now)):
-                if old.get(key, _ABSENT) is not now.get(key, _ABSENT):
-                    attributes.append((obj, key, now.get(key, _ABSENT)))
+            if len(now) == len(old) and all(map(operator.is_, old.values(), now.values())) and list(old) == list(now):
+                continue  # the same keys, in the same order, each holding the same object
+            keys = [key for key, value in now.items() if old.get(key, _ABSENT) is not value]
+            if len(now) - len(keys) != len(old):  # some attribute deleted
+                keys += [key for key in old if key not in now]
+            attributes += [(obj, key, now.get(key, _ABSENT)) for key in sorted(keys)]
         seen.append((args, kwargs, changed, attributes))
         raise _Suspend
 
@@ -155,29 +166,36 @@ def _plain(value: object) -> bool:
 
 
 class wrapper_scope:
-    """Re-apply what a wrapper set for the call while a subgraph runs part of the body."""
+    """Re-apply what wrappers set for the call while a subgraph runs part of the body: the scopes of the
+    wrappers, outermost first, each None when its wrapper set nothing."""
 
-    __slots__ = ("scope", "tokens", "saved")
+    __slots__ = ("scopes", "undo")
 
-    def __init__(self, scope: WrapperScope | None) -> None:
-        self.scope = scope
-        self.tokens = self.saved = ()
+    def __init__(self, *scopes: WrapperScope | None) -> None:
+        self.scopes = scopes
+        self.undo: list | None = None
 
     def __enter__(self) -> None:
-        if self.scope is None:
-            return
-        self.saved = []
-        for obj, key, value in self.scope.attributes:
-            attrs = vars(obj)
-            self.saved.append((obj, key, attrs.get(key, _ABSENT)))
-            _put(attrs, key, value)
-        self.tokens = [(var, var.set(value)) for var, value in self.scope.context.items()]
+        undo = None
+        for scope in self.scopes:
+            if scope is None:
+                continue
+            if undo is None:
+                undo = []
+            for obj, key, value in scope.attributes:
+                attrs = vars(obj)
+                undo.append((None, obj, key, attrs.get(key, _ABSENT)))
+                _put(attrs, key, value)
+            undo += [(var, var.set(value), None, None) for var, value in scope.context.items()]
+        self.undo = undo
 
     def __exit__(self, *exc: object) -> None:
-        for var, token in reversed(self.tokens):
-            var.reset(token)
-        for obj, key, value in reversed(self.saved):
-            _put(vars(obj), key, value)
+        if self.undo:
+            for var, token_or_obj, key, value in reversed(self.undo):
+                if var is not None:
+                    var.reset(token_or_obj)
+                else:
+                    _put(vars(token_or_obj), key, value)
 
 
 def _put(attrs: dict, key: str, value: object) -> None:

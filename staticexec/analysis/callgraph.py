@@ -18,6 +18,7 @@ import networkx as nx
 
 from staticexec.analysis import decorators as deco
 from staticexec.analysis.scopes import free_called_names, walk
+from staticexec.analysis.session import current
 from staticexec.analysis.functions import FunctionContext, bind_arguments
 from staticexec.analysis.resolve import Resolver
 from staticexec.analysis.source import ClassRef, FunctionRef
@@ -128,8 +129,13 @@ class CallGraph:
 
 def calls_in(node: cst.CSTNode) -> list[cst.Call]:
     """The calls inside a node, outermost first in source order, not inside nested functions, classes
-    or lambdas (a node that is one of those holds none)."""
-    return list(walk(node, skip=(cst.Lambda, cst.FunctionDef, cst.ClassDef), only=(cst.Call,)))
+    or lambdas (a node that is one of those holds none). Nodes never change, so each is walked once per
+    session (emission asks again for every unrolled copy of a loop body)."""
+    table = current().table("callgraph.calls_in")
+    hit = table.get(id(node))
+    if hit is None or hit[0] is not node:
+        hit = table[id(node)] = (node, list(walk(node, skip=(cst.Lambda, cst.FunctionDef, cst.ClassDef), only=(cst.Call,))))
+    return list(hit[1])
 
 
 class CallGraphBuilder:

@@ -345,7 +345,7 @@ class Emitter:
         self.frames = 0
         self.globals: dict[str, Any] = {RUNTIME: runtime}
         self.paths: dict[int, str] = {}  # a module held under several names goes by the first, as named_modules() names it
-        for name, m in model.named_modules(remove_duplicate=False):
+        for name, m in named_modules(model):
             self.paths.setdefault(id(m), name)
         self._parsed: dict[str, tuple[cst.FunctionDef, int]] = {}
         self.called_targets: list[str] = []

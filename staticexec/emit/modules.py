@@ -38,14 +38,17 @@ def one_listing(model: Any) -> Iterator[None]:
 
 
 def outermost(listing: list[tuple[str, Any]], is_target: Callable[[Any], bool]) -> list[tuple[str, Any]]:
-    """The modules for which `is_target` holds that are not inside another such module, in tree order."""
+    """The modules for which `is_target` holds that are not inside another such module, in tree order.
+
+    `listing` is in `named_modules()` order, which lists the modules below one right after it."""
     out: list[tuple[str, Any]] = []
-    inside: set[str] = set()
+    below = None  # the name prefix of the modules inside the last one found
     for name, module in listing:
-        parts = name.split(".")
-        if any(".".join(parts[:i]) in inside for i in range(1, len(parts))):
+        if below is not None and name.startswith(below):
             continue
+        below = None
         if is_target(module):
             out.append((name, module))
-            inside.add(name)
+            if name:
+                below = name + "."
     return out

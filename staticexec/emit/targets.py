@@ -17,6 +17,7 @@ the call graph ends at.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -97,13 +98,15 @@ def _match(name: str, module: Any, target: str) -> bool:
         return re.match(target[3:], name) is not None
     if target == name:
         return True
-    return any(cls.__name__ == target for cls in type(module).__mro__ if _is_module_class(cls))
+    return target in _module_class_names(type(module))
 
 
-def _is_module_class(cls: type) -> bool:
+@functools.lru_cache(maxsize=4096)
+def _module_class_names(cls: type) -> frozenset[str]:
+    """The names of the module classes a module of this type is an instance of (its MRO, as llm-compressor matches)."""
     import torch
 
-    return isinstance(cls, type) and issubclass(cls, torch.nn.Module)
+    return frozenset(c.__name__ for c in cls.__mro__ if isinstance(c, type) and issubclass(c, torch.nn.Module))
 
 
 def _internal(module: Any) -> bool:

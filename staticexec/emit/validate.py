@@ -83,7 +83,7 @@ def check_device(model: Any) -> None:
         for kind, own in (("parameter", module._parameters), ("buffer", module._buffers)):
             for key, tensor in own.items():
                 name = f"{path}.{key}" if path else key
-                if getattr(tensor, "device", None) is None or tensor.device.type != "meta" or _offloaded(model, name):
+                if not getattr(tensor, "is_meta", False) or _offloaded(model, name):
                     continue
                 raise UsageError(f"the model's {kind} {name} is on the meta device (no weights are loaded); "
                                  "load or materialise the model before splitting it")

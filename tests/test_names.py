@@ -55,7 +55,8 @@ def _reader(folder, name: str, head: str, member: str) -> tuple:
     """A file that imports a module as `head` and reads `head.member` on its last line: the file, and
     the positions of `head` and of `member` on that line."""
     path = folder / f"{name}.py"
-    path.write_text(f"{'import helpers as ' + head if head == 'h' else 'from torch import nn'}\n\n\nx = {head}.{member}\n")
+    imports = {"h": "import helpers as h", "nn": "from torch import nn", "act": "from transformers import activations as act"}
+    path.write_text(f"{imports[head]}\n\n\nx = {head}.{member}\n")
     from staticexec.analysis.source import load_file
 
     return load_file(str(path), name), (4, 4), (4, 4 + len(head) + 1)
@@ -84,14 +85,34 @@ def test_a_member_of_an_installed_module_is_asked_of_jedi_once_whichever_file_re
         names = NameResolver()
         found = []
         for name in ("reader_a", "reader_b"):
-            sf, head, member = _reader(tmp_path, name, "nn", "Linear")
+            sf, head, member = _reader(tmp_path, name, "act", "GELUActivation")
             owner = names.goto(sf, *head)
-            assert (owner.kind, owner.module) == ("module", "torch.nn")
-            found.append(names.goto_member(sf, owner.module, "Linear", *member))
-        assert len(asked) == 3  # `nn` in each file, `nn.Linear` in the first only
-        assert found[0] == found[1] and (found[0].module, found[0].qualname) == ("torch.nn.modules.linear", "Linear")
+            assert (owner.kind, owner.module) == ("module", "transformers.activations")
+            found.append(names.goto_member(sf, owner.module, "GELUActivation", *member))
+        assert len(asked) == 3  # `act` in each file, `act.GELUActivation` in the first only
+        assert found[0] == found[1]
+        assert (found[0].module, found[0].qualname, found[0].kind) == ("transformers.activations", "GELUActivation", "class")
         # and it is jedi's own answer in the second file
         assert NameResolver().goto(sf, *member) == found[1]
+
+
+def test_a_name_of_torch_is_looked_up_in_torch_with_jedi_s_answer(tmp_path, monkeypatch):
+    """torch's names are not asked of jedi (which would parse torch's sources and stubs): the imported
+    module answers, with what jedi would say of the class."""
+    from staticexec.analysis.names import NameResolver
+    from staticexec.analysis.session import isolated
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with isolated():
+        sf, head, member = _reader(tmp_path, "reader_t", "nn", "Linear")
+        jedi_answer = NameResolver().goto(sf, *member)
+        asked = _counting_goto(monkeypatch)
+        names = NameResolver()
+        owner = names.goto(sf, *head)
+        found = names.goto_member(sf, owner.module, "Linear", *member)
+        assert len(asked) == 1  # `nn` only
+        assert (found.module, found.qualname, found.kind) == (jedi_answer.module, jedi_answer.qualname, "class") \
+            == ("torch.nn.modules.linear", "Linear", "class")
 
 
 def test_a_member_of_a_module_that_may_be_edited_is_asked_where_it_is_read(tmp_path, monkeypatch):

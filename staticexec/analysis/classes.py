@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 
+from staticexec.analysis import external
 from staticexec.analysis.names import shared_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, function_node, load_file, load_module
@@ -55,7 +56,11 @@ class ClassIndex:
         return (sf, node) if node is not None else None
 
     def bases(self, ref: ClassRef) -> list[ClassRef]:
-        """A class's direct bases that jedi resolves to classes, in order."""
+        """A class's direct bases that jedi resolves to classes, in order (an external class's, as the
+        imported class holds them)."""
+        runtime = external.bases(ref.module, ref.name) if self.is_external(ref.module) else None
+        if runtime is not None:
+            return [ClassRef(module, name) for module, name in runtime]
         found = self.class_def(ref)
         if found is None:
             return []
@@ -134,8 +139,8 @@ class ClassIndex:
         return any(c.module == "torch.autograd.function" and c.name == "Function" for c in self.mro(cls))
 
     def is_external(self, ref_module: str) -> bool:
-        """Code we never analyse: torch and the standard library (their modules hold no targets)."""
-        return ref_module.split(".")[0] in ("torch", "builtins", "typing", "functools", "collections", "math")
+        """Code we never analyse: torch, numpy and the standard library (their modules hold no targets)."""
+        return external.is_external(ref_module)
 
     def find_method(self, cls: ClassRef, name: str) -> FunctionRef | None:
         """The method a class gets by a name through its MRO; None when missing or shadowed by a class attribute."""

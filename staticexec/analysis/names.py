@@ -23,6 +23,7 @@ _ENV = jedi.InterpreterEnvironment()
 
 from staticexec.analysis import jedicache  # noqa: F401  parso's disk cache: safe to share, quick to read
 from staticexec.analysis import parsosearch  # noqa: F401  the name at a position, found without walking the module
+from staticexec.analysis import external
 from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path, real_path
 
@@ -120,8 +121,15 @@ class NameResolver:
         """
         key = (sf.path, sf.hash, name)
         if key not in self._globals:
-            self._globals[key] = self.goto(sf, line, column)
+            found = self.external_global(sf, name)
+            self._globals[key] = found if found is not None else self.goto(sf, line, column)
         return self._globals[key]
+
+    def external_global(self, sf: SourceFile, name: str) -> Definition | None:
+        """A module-level name the file binds only by an import from code the analysis never enters
+        (external.py), as the imported module holds it; None for any other name."""
+        imported = external.imported_from(sf, name)
+        return self._external(*imported) if imported is not None else None
 
     def goto_member(self, sf: SourceFile, module: str, name: str, line: int, column: int) -> Definition | None:
         """The definition of `<module>.<name>`, read at (line, column) of a file where the name before
@@ -131,13 +139,28 @@ class NameResolver:
         does not depend on the file that reads it, so jedi is asked once per module and name; for
         any other module (model code that may be edited) the answer is jedi's at this position.
         """
+        key = (module, name)
+        if key in self._members:
+            return self._members[key]
+        found = self._external(module, name)
+        if found is not None:
+            self._members[key] = found
+            return found
         path = self._module_paths.get(module)
         if not path or not real_path(path).startswith(_INSTALLED):
             return self.goto(sf, line, column)
-        key = (module, name)
-        if key not in self._members:
-            self._members[key] = self.goto(sf, line, column)
+        self._members[key] = self.goto(sf, line, column)
         return self._members[key]
+
+    def _external(self, module: str, member: str | None) -> Definition | None:
+        """A name of code the analysis never enters, as the imported module holds it (external.py)."""
+        found = external.definition(module, member)
+        if found is None:
+            return None
+        defined, qualname, kind, path = found
+        if kind == "module" and path:
+            self._module_paths.setdefault(defined, path)
+        return Definition(defined, qualname, kind, path, None)
 
     def goto_module_scope(self, sf: SourceFile, expr: ast.expr) -> Definition | None:
         """The definition of an expression read at a file's module level (a class's base, the value of a

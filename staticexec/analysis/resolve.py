@@ -566,7 +566,10 @@ class Resolver(ClassIndex):
         if module is not None and isinstance(node, cst.Attribute):
             defn = self.names.goto_member(ctx.sf, module, node.attr.value, line, col)
         else:
-            defn = self.names.goto(ctx.sf, line, col)
+            # a name no local binds, read in a function not nested in another: the module-level name
+            found = self.names.external_global(ctx.sf, node.value) if isinstance(node, cst.Name) \
+                and "<locals>" not in ctx.ref.qualname else None
+            defn = found if found is not None else self.names.goto(ctx.sf, line, col)
         value = self.definition_value(defn, f"`{ctx.code(node)}` is not resolved by jedi", line)
         if key is not None:
             self._globals[key] = value

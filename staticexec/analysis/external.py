@@ -1,0 +1,161 @@
+"""Code the analysis never enters: torch, numpy and the standard library, whose modules hold no targets.
+
+A name that stands for such code (`torch.arange`, `np.zeros`, `OrderedDict` imported from
+`collections`) is looked up in the imported module itself, not by jedi. jedi would parse that
+library's sources and stubs to answer (torch's `_VariableFunctions.pyi` alone is a megabyte, numpy's
+stubs and `typing_extensions` a few hundred kilobytes each), seconds on a machine whose caches are
+empty, only to learn that the name is one of theirs. These libraries are installed beside the
+analyser and imported already (torch) or cheaply; a model's own code is never imported here.
+
+The answer has the fields of jedi's (names.py makes it a `Definition`), so everything after the
+lookup is the same.
+A module-level name is looked up this way only where the file binds it exactly once, by an
+import from such a module, and nothing else can rebind it (no `global` statement names it, no
+`import *`); anything else is jedi's to answer.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from staticexec.analysis.session import current
+from staticexec.analysis.source import SourceFile
+
+ROOTS = ("torch", "numpy", "builtins", "typing", "typing_extensions", "functools", "collections", "math")
+"""Top-level packages whose code the analysis never enters."""
+
+_MISSING = object()
+
+
+def is_external(module: str) -> bool:
+    """Whether a module is code the analysis never enters."""
+    return module.split(".")[0] in ROOTS
+
+
+def imported_from(sf: SourceFile, name: str) -> tuple[str, str | None] | None:
+    """(module, member) when the file's only binding of a module-level name is an import from an
+    external module: `import numpy as np` gives ("numpy", None), `from collections import OrderedDict`
+    gives ("collections", "OrderedDict"), `import torch.nn` binds `torch`, ("torch", None)."""
+    return _imports(sf).get(name)
+
+
+def _imports(sf: SourceFile) -> dict[str, tuple[str, str | None]]:
+    table = current().table("external.imports")  # by content hash
+    found = table.get(sf.hash)
+    if found is None:
+        found = table[sf.hash] = _index(sf.tree)
+    return found
+
+
+def _index(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
+    bindings: dict[str, list] = {}
+    star = False
+    for node in _module_level(tree.body):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bindings.setdefault(alias.asname, []).append((alias.name, None))
+                else:
+                    root = alias.name.split(".")[0]
+                    bindings.setdefault(root, []).append((root, None))
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            for alias in node.names:
+                if alias.name == "*":
+                    star = True
+                    continue
+                bindings.setdefault(alias.asname or alias.name, []).append(
+                    (module, alias.name) if node.level == 0 else None)
+        else:
+            for bound in _bound_names(node):
+                bindings.setdefault(bound, []).append(None)
+    if star:
+        return {}
+    rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+    return {name: only[0] for name, only in bindings.items()
+            if len(only) == 1 and only[0] is not None and name not in rebound and is_external(only[0][0])}
+
+
+def _module_level(body: list[ast.stmt]):
+    """The statements run at module level: into `if`, `try`, `with` and loops, not into functions or classes."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                yield from _module_level(inner)
+        for handler in getattr(node, "handlers", ()):
+            yield handler
+            yield from _module_level(handler.body)
+        for case in getattr(node, "cases", ()):
+            yield from _module_level(case.body)
+
+
+def _bound_names(node: ast.AST) -> set[str]:
+    """The names a module-level statement binds, other than by import (its own, not its nested blocks')."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.ExceptHandler):
+        return {node.name} if node.name else set()
+    targets: list[ast.AST] = []
+    if isinstance(node, ast.Assign):
+        targets = list(node.targets)
+    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+        targets = [node.target]
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
+    elif isinstance(node, ast.Delete):
+        targets = list(node.targets)
+    out = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    # an assignment expression anywhere in the statement's own expressions binds at module level too
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, ast.stmt):
+            out |= {n.target.id for n in ast.walk(child) if isinstance(n, ast.NamedExpr)}
+    return out
+
+
+def definition(module: str, member: str | None = None) -> tuple[str, str, str, str | None] | None:
+    """What `module` (or `module.member`) is, as the imported module holds it: (module, qualified name,
+    kind, file), the fields of jedi's answer; None when it can't be looked up (then jedi answers)."""
+    if not is_external(module):
+        return None
+    try:
+        owner = importlib.import_module(module)
+    except Exception:
+        return None
+    obj = owner if member is None else getattr(owner, member, _MISSING)
+    if obj is _MISSING:  # a submodule not imported yet
+        try:
+            obj = importlib.import_module(f"{module}.{member}")
+        except Exception:
+            return None
+    if inspect.ismodule(obj):
+        return obj.__name__, "", "module", getattr(obj, "__file__", None)
+    if isinstance(obj, type):
+        return obj.__module__, obj.__qualname__, "class", None
+    if member is None:
+        return None
+    if callable(obj):
+        defined = getattr(obj, "__module__", None)
+        qualname = getattr(obj, "__qualname__", None)
+        if inspect.isfunction(obj) and defined and qualname and is_external(defined):
+            return defined, qualname, "function", None
+        return module, member, "function", None
+    return module, member, "statement", None
+
+
+def bases(module: str, qualname: str) -> list[tuple[str, str]] | None:
+    """The direct bases of an external class as (module, qualified name), `object` left out as a class
+    statement leaves it out; None when the class can't be looked up (then its source is read)."""
+    if not is_external(module):
+        return None
+    try:
+        obj = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return None
+    if not isinstance(obj, type):
+        return None
+    return [(b.__module__, b.__qualname__) for b in obj.__bases__ if b is not object]

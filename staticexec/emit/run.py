@@ -18,6 +18,7 @@ import copy
 import dataclasses
 import functools
 import linecache
+import operator
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -293,7 +294,7 @@ class Subgraph:
             nested = self.nested_targets
             entered = [m for m in entered if nested.get(id(m)) not in self.targets]
         expected = self._expected
-        if expected is not None and len(entered) == len(expected) and all(a is b for a, b in zip(entered, expected)):
+        if expected is not None and len(entered) == len(expected) and all(map(operator.is_, entered, expected)):
             return  # the modules found at the targets' paths last time (a module replaced since shows below)
         if len(entered) == len(self.targets) and all(
             m is _module_at(model, p) for m, p in zip(entered, self.targets)
@@ -365,8 +366,14 @@ def _compiled(source: str, filename: str) -> Any:
 def _tuple_tensors(value: tuple, given: Any) -> list:
     """The tensors of a tuple (nested tuples too) that are those given, not copies."""
     if value is given:
-        return [v for v in value if _kind(type(v)) == _TENSOR_KIND] + \
-            [t for v in value if type(v) is tuple for t in _tuple_tensors(v, v)]
+        out = []
+        for v in value:
+            kind = _kind(type(v))
+            if kind == _TENSOR_KIND:
+                out.append(v)
+            elif kind == _TUPLE:
+                out += _tuple_tensors(v, v)
+        return out
     items = zip(value, given) if type(given) is tuple and len(given) == len(value) else ((v, None) for v in value)
     out = []
     for v, g in items:

@@ -231,8 +231,9 @@ def _carry_aliases(pieces: list[Piece], together: dict[str, set[str]], before: d
                     continue
                 if other in defined or other in maybe_defined:
                     piece.inputs.append(other)
-                    piece.carried.add(other)
-                    piece.passed_through.add(other)
+                    if other not in piece.stored:  # (a name it may bind goes back as the code leaves it)
+                        piece.carried.add(other)
+                        piece.passed_through.add(other)
                     piece.outputs = sorted(set(piece.outputs) | {other})
                     if other not in defined:
                         piece.maybe_inputs.add(other)
@@ -354,6 +355,7 @@ class Piece:
     passed_through: set[str] = field(default_factory=set)  # inputs it never rebinds: outputs only if changed
     spread_inputs: set[str] = field(default_factory=set)  # inputs its code reads only as `**name`
     carried: set[str] = field(default_factory=set)  # inputs its code never reads, taken for an alias (_carry_aliases)
+    stored: set[str] = field(default_factory=set)  # names its code binds, surely or on some paths
 
 
 def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
@@ -433,6 +435,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         piece.definite_outputs |= set(inputs) - piece.maybe_inputs
         # what a piece receives and a later one reads passes through it: the piece may change it
         piece.outputs = sorted(stored | set(inputs))
+        piece.stored = stored
         piece.passed_through = set(inputs) - stored
         piece.spread_inputs = {n for n in piece.passed_through
                                if all(n in _spread_only(step.code) or n not in _names(step.code).loads
@@ -508,8 +511,10 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
         for code_line in step.code.rstrip("\n").split("\n"):
             origins.append((len(lines) + 1, step.origin))
             lines.append(f"{indent}{code_line}" if code_line.strip() else "")
-    sure = [n for n in piece.outputs if n in piece.definite_outputs]
-    maybe = [n for n in piece.outputs if n not in piece.definite_outputs]
+    # inputs it never rebinds are given back by Subgraph.forward, only where a run copied them
+    returned = [n for n in piece.outputs if n not in piece.passed_through]
+    sure = [n for n in returned if n in piece.definite_outputs]
+    maybe = [n for n in returned if n not in piece.definite_outputs]
     if maybe:  # assigned only on some paths: UNBOUND where they are not
         lines.append("    _locals = locals()")
         lines.append(f"    _out = {{_n: _locals.get(_n, UNBOUND) for _n in {tuple(maybe)!r}}}")

@@ -215,22 +215,25 @@ class Subgraph:
             if value is not _MISSING and scope.get(alias, _MISSING) is not value:
                 scope[alias] = value
         unpacked = inputs  # alive while copied: the memo is keyed by id
-        for k, v in inputs.items():
-            if _kind(type(v)) > _TENSOR_KIND:  # a container or a packed mapping
-                fresh = _unpack(v)
-                if fresh is not v:
-                    if unpacked is inputs:
-                        unpacked = dict(inputs)
-                    unpacked[k] = fresh
         memo: dict = {}
-        written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)
-                   if not _views_another(unpacked[k], k, unpacked)} if self.written_inputs else {}
+        written: dict = {}
+        if self.written_inputs:  # copied first, so that a tensor input they hold shares their copy
+            unpacked = {k: _unpack(v) if _kind(type(v)) > _TENSOR_KIND else v for k, v in inputs.items()}
+            written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)
+                       if not _views_another(unpacked[k], k, unpacked)}
         checked = _TRIPWIRES.get()
         values = {}
         shared: list = []  # (input, tensor, version) of the tensors shared, not copied: checked after the run
         carried = self.carried_inputs
+        kept = []  # the containers rebuilt here stay alive while copied: the memo is keyed by id
         for k, v in unpacked.items():
             kind = _kind(type(v))
+            if kind > _TENSOR_KIND and unpacked is inputs:  # a container or a packed mapping
+                fresh = _unpack(v)
+                if fresh is not v:
+                    kept.append(fresh)
+                    v = fresh
+                    kind = _kind(type(v))
             if k in carried and kind != _ATOM:  # after the inputs its code reads: it takes their copies
                 continue
             if k in written:
@@ -249,6 +252,9 @@ class Subgraph:
         for k in carried:
             if k not in values:
                 v = unpacked[k]
+                if unpacked is inputs and _kind(type(v)) > _TENSOR_KIND:
+                    v = _unpack(v)
+                    kept.append(v)
                 # never read here, so only a copy made of an object it shares with a read input can change it
                 values[k] = v if _untouched(v, memo) else _fresh(v, memo)
         entered: list = []
@@ -277,9 +283,14 @@ class Subgraph:
         for name, tensor, version in shared:
             if version is not None and tensor._version != version:
                 self._changed_input(name)
-        through = self.passed_through
-        # a value received and given back as the very object (nothing copied it) is left where the cache holds it
-        return {k: _pack(v) for k, v in out.items() if k not in through or v is not inputs.get(k, _MISSING)}
+        # the code returns what it binds; an input it never rebinds goes back only where this run copied or
+        # rebuilt it: one given back as the very object is left where the cache holds it
+        result = {k: _pack(v) for k, v in out.items()}
+        for k in self.passed_through:
+            v = values[k]
+            if v is not inputs[k]:
+                result[k] = _pack(v)
+        return result
 
     def _changed_input(self, name: str) -> None:
         """An input tensor the subgraph shared (not copied) was written in place while it ran."""

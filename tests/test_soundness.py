@@ -163,3 +163,26 @@ def test_a_batch_with_a_key_the_sample_did_not_have_is_refused_by_the_runner():
     chain = subgraphs(model, sample, case.targets)
     with torch.no_grad(), pytest.raises(ContractError, match=r"the inputs hold \['use_layers'\], which no subgraph takes"):
         run_subgraphs(model, chain, dict(sample, use_layers=False))
+
+
+def test_a_plan_from_source_alone_builds_the_class_auto_model_builds():
+    """ok_auto_model_from_derived_config, planned as `staticexec plan` and `verify` plan it: from the source and
+    the config, nothing of the instance observed. The encoder's config carries the tower's model_type ("gpt2");
+    AutoModel builds the class its config's class maps to (LlamaModel), so `self.tower.encode(x)` reaches the
+    targets through `Tower.encode`, and the subgraphs split there exactly."""
+    import torch
+
+    from staticexec.api import analyse
+    from staticexec.analysis.source import ClassRef
+    from staticexec.emit.emitter import Emitter
+    from staticexec.emit.run import run_subgraphs
+
+    case = next(c for c in CASES if c.name == "ok_auto_model_from_derived_config")
+    model, sample = case.load().build()
+    plan = analyse(ClassRef(case.module, "Model"), case.targets, config=model.config, architecture="Model")
+    assert f"{case.module}:Tower.encode" in plan.functions
+    assert not any("GPT2" in name for name in plan.not_analysed), plan.not_analysed
+    chain = Emitter(plan, model, sample).emit()
+    assert [sg.targets for sg in chain] == [[], ["tower.encoder.layers.0"], ["tower.encoder.layers.1"]]
+    with torch.no_grad():
+        assert torch.equal(run_subgraphs(model, chain, sample), model(**sample))

@@ -430,6 +430,35 @@ def test_auto_model_from_a_sub_config_is_the_auto_mappings_class(tmp_path):
     assert resolver.model_types == {"gpt2"}
 
 
+def test_auto_model_is_the_class_of_the_sub_configs_class_not_of_its_model_type(tmp_path):
+    """A config made from another's dict (`LlamaConfig(**gpt2_config.to_dict())`) carries the other's
+    model_type; AutoModel maps the config's class, as transformers does: LlamaModel, not GPT2Model."""
+    from transformers import PretrainedConfig
+    from transformers.models.llama.configuration_llama import LlamaConfig
+
+    config = PretrainedConfig()
+    config.text_config = LlamaConfig(model_type="gpt2")
+    assert config.text_config.model_type == "gpt2"
+    module = load(tmp_path, "auto_derived", AUTO)
+    resolver = Resolver(config)
+    value = resolver.attribute(ClassRef(module, "Model"), "language_model")
+    assert show(value, module) == {"transformers.models.llama.modeling_llama:LlamaModel"}
+    assert resolver.model_types == {"llama"}
+
+
+def test_auto_model_from_a_plain_config_is_the_class_of_the_model_type_it_carries(tmp_path):
+    """A model folder's config.json is read as plain PretrainedConfigs (userclass.py): a plain config
+    stands for the config class of its model_type."""
+    from transformers import PretrainedConfig
+
+    config = PretrainedConfig()
+    config.text_config = PretrainedConfig(model_type="gpt2")
+    module = load(tmp_path, "auto_plain", AUTO)
+    resolver = Resolver(config)
+    value = resolver.attribute(ClassRef(module, "Model"), "language_model")
+    assert show(value, module) == {"transformers.models.gpt2.modeling_gpt2:GPT2Model"}
+
+
 def test_auto_model_without_a_config_is_unknown(tmp_path):
     module = load(tmp_path, "auto_unknown", AUTO)
     assert show(Resolver().attribute(ClassRef(module, "Model"), "language_model"), module) == {"?"}

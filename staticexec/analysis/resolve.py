@@ -11,7 +11,7 @@ reassigned from themselves (`self.m = self.m.to(dtype)`: a fixed point, with
 torch's `nn.Module` methods that return the module),
 `getattr(self, self.base_model_prefix)`, `Cls._from_config(config.x)` and
 `AutoModel.from_config(config.x)` through transformers' auto mapping names
-and the sub-config's `model_type`. Nothing is instantiated but configs.
+and the sub-config's class, as transformers picks them. Nothing is instantiated but configs.
 
 What it can't tell it gives as the unknown with the reason; "X never sets self.y"
 only when no code of the class or its bases (torch's included) stores that attribute.
@@ -830,34 +830,57 @@ class Resolver(ClassIndex):
         return one(Instance(atom.cls))
 
     def _auto_class(self, auto: ClassRef, config_paths: list[str], line: int) -> Value:
-        """`AutoModel.from_config(config.x)`: the auto mapping's class name for the sub-config's model_type."""
+        """`AutoModel.from_config(config.x)`: the class the auto mapping names for the sub-config's class."""
         configs = [(p, self.configs.get(p)) for p in config_paths]
         configs = [(p, c) for p, c in configs if c is not None and getattr(c, "model_type", None)]
         if not configs:
             return unknown(f"{auto.name}.from_config needs a config whose model_type is known", line)
         module = importlib.import_module(auto.module)
         auto_cls = getattr(module, auto.name, None)
-        mapping = getattr(getattr(auto_cls, "_model_mapping", None), "_model_mapping", None)
-        if mapping is None:
+        mapping = getattr(auto_cls, "_model_mapping", None)
+        if getattr(mapping, "_model_mapping", None) is None:
             return unknown(f"{auto.name} has no model mapping", line)
         out: list[Value] = []
         for path, config in configs:
-            model_type = config.model_type
-            names = mapping.get(model_type)
-            if names is None:
+            found = _mapped_model(mapping, config)
+            if found is None:
                 # the call raises for this config (Blip2's seq2seq branch given an OPT config), so it
                 # builds nothing the instance could hold
                 continue
-            if isinstance(names, (list, tuple)):
-                names = names[0]
-            ref = find_transformers_class(model_type, names)
+            model_type, name = found
+            ref = find_transformers_class(model_type, name)
             if ref is None:
-                out.append(unknown(f"class {names} for model_type {model_type!r} not found", line))
+                out.append(unknown(f"class {name} for model_type {model_type!r} not found", line))
                 continue
             self.model_types.add(model_type)
             self.class_configs.setdefault(ref, path)
             out.append(one(Instance(ref)))
         return join(*out)
+
+
+def _mapped_model(mapping, config: object) -> tuple[str, str] | None:
+    """The model type and class name an auto class's `from_config(config)` builds, found as transformers
+    finds them: by the config's class, whose name the config mapping lists under a model type, not by
+    the config's `model_type` attribute. The two differ for a config made from another's dict
+    (`EncoderConfig(**self.to_dict())` carries the other's model_type). Of several classes under one
+    model type, the one the config's `architectures` names, else the first. None when the auto class
+    maps no such config class: the call raises. A config whose class names no model type of its own
+    (PretrainedConfig itself, as a model folder's config.json is read for remote code) stands for the
+    class of the model type it carries."""
+    if not getattr(type(config), "model_type", ""):
+        candidates = [getattr(config, "model_type", None)]
+    else:
+        config_class = type(config).__name__
+        candidates = [mapping._reverse_config_mapping.get(config_class),
+                      *(t for t, name in mapping._config_mapping.items() if name == config_class)]
+    model_type = next((t for t in candidates if t is not None and t in mapping._model_mapping), None)
+    if model_type is None:
+        return None
+    names = mapping._model_mapping[model_type]
+    if isinstance(names, (list, tuple)):
+        named = [a for a in getattr(config, "architectures", None) or [] if a in names]
+        names = named[0] if named else names[0]
+    return model_type, names
 
 
 def _dotted(node: cst.BaseExpression) -> str | None:

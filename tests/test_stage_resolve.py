@@ -416,47 +416,39 @@ AUTO = """
     """
 
 
-def test_auto_model_from_a_sub_config_is_the_auto_mappings_class(tmp_path):
-    """Resolved by the sub-config's model_type through transformers' auto mapping names; nothing is built."""
+def _sub_config(kind: str):
     from transformers import PretrainedConfig
     from transformers.models.gpt2.configuration_gpt2 import GPT2Config
-
-    config = PretrainedConfig()
-    config.text_config = GPT2Config()
-    module = load(tmp_path, "auto", AUTO)
-    resolver = Resolver(config)
-    value = resolver.attribute(ClassRef(module, "Model"), "language_model")
-    assert show(value, module) == {"transformers.models.gpt2.modeling_gpt2:GPT2Model"}
-    assert resolver.model_types == {"gpt2"}
-
-
-def test_auto_model_is_the_class_of_the_sub_configs_class_not_of_its_model_type(tmp_path):
-    """A config made from another's dict (`LlamaConfig(**gpt2_config.to_dict())`) carries the other's
-    model_type; AutoModel maps the config's class, as transformers does: LlamaModel, not GPT2Model."""
-    from transformers import PretrainedConfig
     from transformers.models.llama.configuration_llama import LlamaConfig
 
-    config = PretrainedConfig()
-    config.text_config = LlamaConfig(model_type="gpt2")
-    assert config.text_config.model_type == "gpt2"
-    module = load(tmp_path, "auto_derived", AUTO)
-    resolver = Resolver(config)
-    value = resolver.attribute(ClassRef(module, "Model"), "language_model")
-    assert show(value, module) == {"transformers.models.llama.modeling_llama:LlamaModel"}
-    assert resolver.model_types == {"llama"}
+    if kind == "gpt2":
+        return GPT2Config()
+    if kind == "derived":  # made from another's dict: it carries the other's model_type
+        sub = LlamaConfig(model_type="gpt2")
+        assert sub.model_type == "gpt2"
+        return sub
+    return PretrainedConfig(model_type="gpt2")  # a model folder's config.json, read as plain configs (userclass.py)
 
 
-def test_auto_model_from_a_plain_config_is_the_class_of_the_model_type_it_carries(tmp_path):
-    """A model folder's config.json is read as plain PretrainedConfigs (userclass.py): a plain config
-    stands for the config class of its model_type."""
+@pytest.mark.parametrize("kind, expected, model_type", [
+    # resolved through transformers' auto mapping names; nothing is built
+    ("gpt2", "transformers.models.gpt2.modeling_gpt2:GPT2Model", "gpt2"),
+    # AutoModel maps the config's class, as transformers does: LlamaModel, not GPT2Model
+    ("derived", "transformers.models.llama.modeling_llama:LlamaModel", "llama"),
+    # a plain config stands for the config class of the model_type it carries
+    ("plain", "transformers.models.gpt2.modeling_gpt2:GPT2Model", "gpt2"),
+])
+def test_auto_model_from_a_sub_config_is_the_class_transformers_maps_its_config_to(tmp_path, kind, expected, model_type):
     from transformers import PretrainedConfig
 
     config = PretrainedConfig()
-    config.text_config = PretrainedConfig(model_type="gpt2")
-    module = load(tmp_path, "auto_plain", AUTO)
+    config.text_config = _sub_config(kind)
+    module = load(tmp_path, f"auto_{kind}", AUTO)
     resolver = Resolver(config)
     value = resolver.attribute(ClassRef(module, "Model"), "language_model")
-    assert show(value, module) == {"transformers.models.gpt2.modeling_gpt2:GPT2Model"}
+    assert show(value, module) == {expected}
+    if kind != "plain":
+        assert resolver.model_types == {model_type}
 
 
 def test_auto_model_without_a_config_is_unknown(tmp_path):

@@ -70,6 +70,8 @@ DECIDED = [
     ("len(self.layers)", 3),
     ("list(self.blocks.keys())", ["a", "b"]),
     ("self.layers[2] is self.get_layers()[-1]", True),
+    ("self.layer(1) is self.layers[1]", True),  # an accessor given arguments: its return expression, read here
+    ("self.layer(i=2) is self.layers[2]", True),
     ("type(self).__name__", "Model"),
     ("getattr(self.config, 'missing', 7)", 7),
     ("hasattr(self.config, 'layer_types')", True),
@@ -123,7 +125,7 @@ UNDECIDABLE = [
     ("self.missing", "AttributeError"),
     ("self.config.layer_types[7]", "IndexError"),
     ("self.layer_list()", "a call"),  # not an accessor: its body calls
-    ("self.layer(0)", "a call"),  # accessors are called without arguments only
+    ("self.layer(x)", "a run-time value passed to a call"),  # an accessor given a value known only when it runs
     ("{**opts}", "dict display with \\*\\* unpacking"),
     ("[t for t in ids]", "not evaluated statically"),
     ("opts.get(", "can't parse"),

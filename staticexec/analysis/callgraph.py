@@ -21,7 +21,7 @@ from staticexec.analysis.scopes import free_called_names, walk
 from staticexec.analysis.session import current
 from staticexec.analysis.functions import FunctionContext, bind_arguments
 from staticexec.analysis.resolve import Resolver
-from staticexec.analysis.source import ClassRef, FunctionRef
+from staticexec.analysis.source import ClassRef, FunctionRef, is_nested_function
 from staticexec.analysis.values import (
     DATA,
     ClassObject,
@@ -55,6 +55,12 @@ HIDING_METHODS = {
 HIDING_ATTRIBUTES = {"_modules", "__dict__"}
 # builtins that run code the analysis never sees
 CODE_RUNNING_BUILTINS = {"exec", "eval", "compile", "__import__"}
+# torch functions that call their first argument with the other arguments, less their own keywords:
+# `checkpoint(layer, h, mask, use_reentrant=False)` runs `layer(h, mask)` (gradient checkpointing)
+RUNS_FIRST_ARGUMENT = {
+    FunctionRef("torch.utils.checkpoint", "checkpoint"): {
+        "use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug"},
+}
 
 
 def node_id(ref: FunctionRef, self_class: ClassRef | None) -> str:
@@ -260,6 +266,15 @@ class CallGraphBuilder:
         if len(code) > 160:
             code = code[:157] + "..."
         func_value = self._callee(call, ctx, env, self_class)
+        runner = [a.ref for a in func_value if isinstance(a, Function) and a.ref in RUNS_FIRST_ARGUMENT]
+        if runner and len(func_value) == 1 and call.args and call.args[0].keyword is None and not call.args[0].star:
+            first = self.resolver.eval(call.args[0].value, ctx, env)
+            if first and all(isinstance(a, Instance) for a in first):
+                # a module given to it: analysed as the call it makes (the site keeps the code as written)
+                own = RUNS_FIRST_ARGUMENT[runner[0]]
+                call = call.with_changes(func=call.args[0].value, args=[
+                    a for a in call.args[1:] if a.keyword is None or a.keyword.value not in own])
+                func_value = first
         # a call the call graph does not enter (data such as a tensor's method, a builtin, torch's
         # functions) is only asked whether its arguments hold targets, which a module-level name
         # never does: those are not resolved
@@ -315,6 +330,12 @@ class CallGraphBuilder:
                 if fref.module == "builtins" or self.resolver.is_external(fref.module):
                     if any(_holds_target(v, self) for v in arg_values):
                         unresolved.append(f"{fref.qualname}() outside the analysed code receives target modules")
+                    continue
+                fctx = self.resolver.function(fref)
+                if fctx is not None and is_nested_function(fctx.sf, fref.qualname):
+                    # a function defined in another's body is not entered by the call graph: the names it takes
+                    # from around it are the outer function's locals (a nested def that calls a target-holding
+                    # name is refused where it is defined, _hidden_uses); the resolver reads what it returns
                     continue
                 # a static method looked up on an instance is a plain function: no self, no class;
                 # `Fn.apply`'s forward (bound to the autograd context, Data) does take its context first

@@ -33,7 +33,7 @@ from staticexec.analysis.functions import FunctionContext, bind_arguments, funct
 from staticexec.analysis.scopes import free_called_names, walk
 from staticexec.analysis.session import current
 from staticexec.analysis.names import Definition, load_definition_file
-from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile
+from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, is_nested_function
 from staticexec.analysis.values import (
     DATA,
     ConfigRef,
@@ -568,7 +568,7 @@ class Resolver(ClassIndex):
         else:
             # a name no local binds, read in a function not nested in another: the module-level name
             found = self.names.external_global(ctx.sf, node.value) if isinstance(node, cst.Name) \
-                and "<locals>" not in ctx.ref.qualname else None
+                and not is_nested_function(ctx.sf, ctx.ref.qualname) else None
             defn = found if found is not None else self.names.goto(ctx.sf, line, col)
         value = self.definition_value(defn, f"`{ctx.code(node)}` is not resolved by jedi", line)
         if key is not None:

@@ -251,14 +251,19 @@ class ParsedFunction:
 
 
 def function_node(sf: SourceFile, qualname: str) -> ast.FunctionDef | None:
-    """Find `func` or `Class.method` (nested classes too) in a file's ast."""
+    """Find `func` or `Class.method` (nested classes too) in a file's ast, or a function defined in
+    another's body (`Class.__init__.build_layer`, as jedi names it)."""
     owner, dot, name = qualname.rpartition(".")
     scope: list[ast.stmt]
     if dot:
         cls = sf.find_class(owner)
-        if cls is None:
-            return None
-        scope = cls.body
+        if cls is not None:
+            scope = cls.body
+        else:
+            outer = function_node(sf, owner)
+            if outer is None:
+                return None
+            scope = list(_run_in_body(outer.body))
     else:
         scope = sf.tree.body
     found = None
@@ -268,6 +273,27 @@ def function_node(sf: SourceFile, qualname: str) -> ast.FunctionDef | None:
                 continue  # a property's setter is not what reading the attribute runs
             found = node  # the last definition wins, as at run time
     return found
+
+
+def _run_in_body(body: list[ast.stmt]):
+    """A function body's statements, and those of the blocks it runs (`if`, `try`, `with`, loops), not
+    of the functions and classes it defines."""
+    for node in body:
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for field in ("body", "orelse", "finalbody"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                yield from _run_in_body(inner)
+        for handler in getattr(node, "handlers", ()):
+            yield from _run_in_body(handler.body)
+
+
+def is_nested_function(sf: SourceFile, qualname: str) -> bool:
+    """Whether a function is defined in another function's body (its free names may be the outer one's locals)."""
+    owner = qualname.rpartition(".")[0]
+    return bool(owner) and sf.find_class(owner) is None
 
 
 def parse_function(sf: SourceFile, qualname: str) -> ParsedFunction | None:
@@ -340,7 +366,8 @@ def _indexed_class(obj: Any) -> tuple[str, int] | None:
 
 def location(obj: Any) -> tuple[str, int]:
     """The file and line where a class or function is defined: relative to the working folder when
-    below it, else to its package's root (`transformers/models/...`, as plans name files)."""
+    below it, else to its package's root (`transformers/models/...`, as plans name files); an installed
+    package's file always to its package's root, wherever the environment lies."""
     import inspect
 
     target = inspect.unwrap(obj)
@@ -354,7 +381,7 @@ def location(obj: Any) -> tuple[str, int]:
         except (TypeError, OSError):
             return getattr(obj, "__qualname__", repr(obj)), 0
     rel = os.path.relpath(path)
-    if not rel.startswith(".."):
+    if not rel.startswith("..") and f"{os.sep}site-packages{os.sep}" not in path:  # (a venv below it is not)
         return rel, line
     module = getattr(target, "__module__", None) or ""
     for suffix in (module.replace(".", os.sep) + ".py", os.path.join(module.replace(".", os.sep), "__init__.py")):

@@ -24,7 +24,7 @@ import libcst as cst
 
 from staticexec.analysis import decorators as deco
 from staticexec.emit import runtime, state
-from staticexec.analysis.callgraph import calls_in, node_id
+from staticexec.analysis.callgraph import RUNS_FIRST_ARGUMENT, calls_in, node_id
 from staticexec.analysis.scopes import children, walk
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
@@ -958,6 +958,11 @@ class Emitter:
         fn, self_obj = getattr(callee, "__func__", callee), getattr(callee, "__self__", None)
         if not inspect.isfunction(fn):
             return None
+        if _function_ref(fn) in RUNS_FIRST_ARGUMENT:  # the analysis followed it into its first argument
+            raise Refused([UnsupportedStatement(frame.planned.path, self._line_of(frame, call), (
+                f"`{_code(call.func)}` runs the module given to it, which is or holds a target (gradient "
+                "checkpointing, on while training): subgraphs are cut at module calls; split the model in eval mode, or "
+                "with gradient checkpointing off"))])
         nid = node_id(_function_ref(fn), _class_ref(type(self_obj)) if _is_module(self_obj) else None)
         return False if self.plan.function(nid) is not None else None
 

@@ -276,10 +276,12 @@ class _Interpreter:
             func = getattr(owner, f.attr)
         elif isinstance(f, ast.Attribute) and f.attr in SHAPE_METHODS and self._shaped(owner := self.eval(f.value)):
             func = getattr(_ShapeOf(owner.shape), f.attr)
-        elif isinstance(f, ast.Attribute) and not node.args and not node.keywords:
+        elif isinstance(f, ast.Attribute):
             method = getattr(self.eval(f.value), f.attr, None)
             if not is_accessor(method):
                 raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
+            if node.args or node.keywords:  # `self._get_layer(i)`: its return expression, read here
+                return self._accessor_result(method, node)
             func = method
         else:
             raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
@@ -299,6 +301,27 @@ class _Interpreter:
             raise
         except Exception as exc:
             raise Undecidable(f"{type(exc).__name__}: {exc}") from exc
+
+
+    def _accessor_result(self, method: object, node: ast.Call) -> object:
+        """What an accessor method given arguments returns: its one return expression evaluated here, with
+        its parameters bound to the arguments (nothing of the model runs)."""
+        fn = _accessor_tree(method.__func__)
+        params = fn.args
+        if params.vararg or params.kwarg or params.posonlyargs or params.kwonlyargs or params.defaults \
+                or any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
+        names = [a.arg for a in params.args]
+        given = dict(zip(names[1:], node.args))
+        given.update((k.arg, k.value) for k in node.keywords)
+        if len(node.args) > len(names) - 1 or set(given) != set(names[1:]):
+            raise Undecidable(f"a call (`{ast.unparse(node)[:60]}`)")
+        bound = {name: self.eval(value) for name, value in given.items()}
+        if any(is_present(v) for v in bound.values()):
+            raise Undecidable("a run-time value passed to a call")
+        bound[names[0]] = method.__self__
+        inner = _Interpreter(bound, method.__func__.__globals__, self.shapes)
+        return inner.eval(_accessor_return(fn))
 
 
 def _type_question(func: object, args: list) -> object:
@@ -361,12 +384,25 @@ def is_accessor(method: object) -> bool:
 
 @lru_cache(maxsize=1024)
 def _accessor_source(func: object) -> bool:
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
-    except (OSError, TypeError, SyntaxError):
+    fn = _accessor_tree(func)
+    if fn is None:
         return False
-    fn = tree.body[0]
     body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) != 1 or not isinstance(body[0], ast.Return) or body[0].value is None:
         return False
     return not any(isinstance(n, (ast.Call, ast.Lambda, ast.NamedExpr)) for n in ast.walk(body[0].value))
+
+
+@lru_cache(maxsize=1024)
+def _accessor_tree(func: object) -> ast.FunctionDef | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = tree.body[0]
+    return fn if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+def _accessor_return(fn: ast.FunctionDef) -> ast.expr:
+    """The expression an accessor returns (its one statement besides a docstring)."""
+    return next(s.value for s in fn.body if isinstance(s, ast.Return))

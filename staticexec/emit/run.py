@@ -548,6 +548,17 @@ def _untouched(value: Any, memo: dict, depth: int = 4) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1024)
+def _plain_object(cls: type) -> bool:
+    """Whether copy.copy copies an instance of this class by its `__dict__` alone: a Python class with no
+    copy or pickle hooks of its own, no slots (an empty `__slots__`, as abc.ABC has, holds none), built by
+    object.__new__."""
+    return (cls.__reduce_ex__ is object.__reduce_ex__ and cls.__reduce__ is object.__reduce__
+            and getattr(cls, "__copy__", None) is None and getattr(cls, "__getstate__", None) in (None, object.__getstate__)
+            and getattr(cls, "__setstate__", None) is None and cls.__new__ is object.__new__
+            and not any(vars(c).get("__slots__") for c in cls.__mro__[:-1]) and "__dict__" in dir(cls))
+
+
 def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
     """A copy of the containers and plain objects in `value`, sharing its modules and configs.
 
@@ -589,13 +600,19 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
         out.context.update((var, _fresh(v, memo, True)) for var, v in value.context.items())
         return out
     try:
-        out = copy.copy(value)
+        if _plain_object(type(value)):  # what copy.copy does for it, without its generic protocol
+            out = object.__new__(type(value))
+            out.__dict__.update(value.__dict__)
+        else:
+            out = copy.copy(value)
     except Exception:  # an object that can't be copied is shared
         out = value
     memo[key] = out
     if out is not value and hasattr(out, "__dict__") and not isinstance(value, dict):
+        attributes = vars(out)
         for k, v in vars(value).items():
-            vars(out)[k] = _fresh(v, memo, True)
+            if _kind(type(v)) != _ATOM:  # an atom is the very object copy.copy put there
+                attributes[k] = _fresh(v, memo, True)
     return out
 
 

@@ -16,7 +16,7 @@ import sys
 GOTO = """
 import sys
 import jedi
-import staticexec.analysis.names  # noqa: F401  makes parso's cache safe to share
+import staticexec.analysis.jedicache  # noqa: F401  makes parso's cache safe to share
 jedi.settings.cache_directory = sys.argv[1]
 src = sys.argv[2]
 project = jedi.Project(src, added_sys_path=[src])

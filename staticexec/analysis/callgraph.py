@@ -12,9 +12,12 @@ from __future__ import annotations
 import sys
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 import libcst as cst
-import networkx as nx
 
 from staticexec.analysis import decorators as deco
 from staticexec.analysis.scopes import free_called_names, walk
@@ -113,6 +116,8 @@ class CallGraph:
 
     def reaching(self) -> set[str]:
         """The nodes from which a path leads to a target node."""
+        import networkx as nx  # imported where a graph is built or read: splitting from a shipped plan never does
+
         sinks = [n for n in self.graph if n.startswith("target:")]
         out: set[str] = set()
         for s in sinks:
@@ -121,6 +126,8 @@ class CallGraph:
 
     def chain(self, start: str) -> list[tuple[str, str, CallSite]]:
         """The shortest path from a function down to a target: (caller, callee, call site) per step."""
+        import networkx as nx
+
         sinks = [n for n in self.graph if n.startswith("target:")]
         best = None
         for s in sinks:
@@ -150,6 +157,8 @@ class CallGraphBuilder:
     def __init__(self, resolver: Resolver, targets: set[str]) -> None:
         self.resolver = resolver
         self.targets = targets
+        import networkx as nx
+
         self.graph = nx.DiGraph()
         self.functions: dict[str, FunctionAnalysis] = {}
         self.envs: dict[str, dict[str, Value]] = {}

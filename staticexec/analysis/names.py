@@ -16,16 +16,30 @@ import os
 import sys
 import sysconfig
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import jedi
+if TYPE_CHECKING:
+    import jedi
 
-_ENV = jedi.InterpreterEnvironment()
-
-from staticexec.analysis import jedicache  # noqa: F401  parso's disk cache: safe to share, quick to read
-from staticexec.analysis import parsosearch  # noqa: F401  the name at a position, found without walking the module
 from staticexec.analysis import external
 from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path, real_path
+
+
+def _jedi():
+    """jedi, imported when a name is first looked up, with staticexec's changes to parso's disk cache
+    (jedicache.py) and name search (parsosearch.py): splitting with a shipped plan never imports it."""
+    import jedi
+
+    from staticexec.analysis import jedicache  # noqa: F401  parso's disk cache: safe to share, quick to read
+    from staticexec.analysis import parsosearch  # noqa: F401  the name at a position, found without walking the module
+
+    return jedi
+
+
+def _environment():
+    """jedi's environment: this interpreter, made once per session."""
+    return current().value("names.environment", lambda: _jedi().InterpreterEnvironment())
 
 
 @dataclass(frozen=True)
@@ -56,6 +70,7 @@ class NameResolver:
         self._scripts_hash: dict[str, str] = {}
 
     def _script(self, sf: SourceFile) -> jedi.Script:
+        jedi = _jedi()
         script = self._scripts.get(sf.path)
         if script is None or self._scripts_hash.get(sf.path) != sf.hash:
             root = sf.path[: -len(sf.relpath)].rstrip(os.sep) or os.path.dirname(sf.path)
@@ -70,11 +85,11 @@ class NameResolver:
             # with the file in parso's memory cache first, read from its disk cache when there, that
             # parse finds the same lines and takes the tree it already has
             try:
-                _ENV.get_grammar().parse(path=sf.path, cache=True, diff_cache=True,
+                _environment().get_grammar().parse(path=sf.path, cache=True, diff_cache=True,
                                          cache_path=jedi.settings.cache_directory)
             except OSError:  # a file gone since it was read: jedi parses the text it is given
                 pass
-            script = jedi.Script(sf.text, path=sf.path, project=project, environment=_ENV)
+            script = jedi.Script(sf.text, path=sf.path, project=project, environment=_environment())
             self._scripts[sf.path] = script
             self._scripts_hash[sf.path] = sf.hash
         return script

@@ -83,3 +83,14 @@ def test_reasons_name_no_folder_of_this_machine():
     packages = os.path.dirname(os.path.dirname(os.path.abspath(transformers.__file__)))
     reason = f"RuntimeError: {packages}/transformers/models/x.py:3: <object at 0x7f3a2b1c>"
     assert matrix.portable(reason) == "RuntimeError: transformers/models/x.py:3: <object>"
+
+
+def test_a_new_release_environment_is_built_from_the_checkout():
+    """The environment of a release not built yet takes staticexec's pins and package from the checkout
+    that holds the package (its constraints.txt and pyproject.toml), whatever the working folder."""
+    from staticexec.check import matrix
+
+    root = matrix._checkout()
+    assert os.path.isfile(os.path.join(root, "constraints.txt"))
+    assert os.path.isfile(os.path.join(root, "pyproject.toml"))
+    assert "jedi" in {pin.split("==")[0].lower() for pin in matrix._own_pins(root)}

@@ -213,11 +213,16 @@ def run_release(results: str, jobs: int, timeout: float) -> dict:
     return data
 
 
+def _checkout() -> str:
+    """The folder of the checkout that holds this package (pyproject.toml, constraints.txt)."""
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
 def portable(reason: str) -> str:
     """A reason as any machine would write it: no folder of this checkout or environment, no object address."""
     import transformers
 
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = _checkout()
     packages = os.path.dirname(os.path.dirname(os.path.abspath(transformers.__file__)))
     for folder in sorted({os.path.realpath(packages), packages, os.path.realpath(root), root}, key=len, reverse=True):
         reason = reason.replace(folder + os.sep, "")
@@ -295,7 +300,7 @@ def build_env(release: str, envs: str, root: str, tests: bool = False) -> str:
 def run(releases: list[str], envs: str, folder: str, report: str, jobs: int, timeout: float,
         rerun: bool = False) -> int:
     """Run `releases` into their results in `folder`, then write the report from every release's results there."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = _checkout()
     for release in releases:
         results = results_path(folder, release)
         if complete(_read(results)):

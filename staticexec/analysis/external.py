@@ -20,7 +20,7 @@ import ast
 import importlib
 import inspect
 from staticexec.analysis.session import current
-from staticexec.analysis.source import SourceFile
+from staticexec.analysis.source import SourceFile, run_in_block
 
 ROOTS = ("torch", "numpy", "builtins", "typing", "typing_extensions", "functools", "collections", "math")
 """Top-level packages whose code the analysis never enters."""
@@ -51,7 +51,7 @@ def _imports(sf: SourceFile) -> dict[str, tuple[str, str | None]]:
 def _index(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
     bindings: dict[str, list] = {}
     star = False
-    for node in _module_level(tree.body):
+    for node in run_in_block(tree.body):  # the statements run at module level
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -75,21 +75,6 @@ def _index(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
     rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
     return {name: only[0] for name, only in bindings.items()
             if len(only) == 1 and only[0] is not None and name not in rebound and is_external(only[0][0])}
-
-
-def _module_level(body: list[ast.stmt]):
-    """The statements run at module level: into `if`, `try`, `with` and loops, not into functions or classes."""
-    for node in body:
-        yield node
-        for field in ("body", "orelse", "finalbody"):
-            inner = getattr(node, field, None)
-            if isinstance(inner, list) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                yield from _module_level(inner)
-        for handler in getattr(node, "handlers", ()):
-            yield handler
-            yield from _module_level(handler.body)
-        for case in getattr(node, "cases", ()):
-            yield from _module_level(case.body)
 
 
 def _bound_names(node: ast.AST) -> set[str]:

@@ -263,7 +263,7 @@ def function_node(sf: SourceFile, qualname: str) -> ast.FunctionDef | None:
             outer = function_node(sf, owner)
             if outer is None:
                 return None
-            scope = list(_run_in_body(outer.body))
+            scope = list(run_in_block(outer.body))
     else:
         scope = sf.tree.body
     found = None
@@ -275,9 +275,10 @@ def function_node(sf: SourceFile, qualname: str) -> ast.FunctionDef | None:
     return found
 
 
-def _run_in_body(body: list[ast.stmt]):
-    """A function body's statements, and those of the blocks it runs (`if`, `try`, `with`, loops), not
-    of the functions and classes it defines."""
+def run_in_block(body: list[ast.stmt]):
+    """The statements a block runs: its own and those of the blocks they hold (`if`, `try` and its
+    `except` clauses, `with`, loops, `match` cases), not those of the functions and classes it
+    defines. An `except` clause comes as a node of its own: it binds its name."""
     for node in body:
         yield node
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -285,9 +286,12 @@ def _run_in_body(body: list[ast.stmt]):
         for field in ("body", "orelse", "finalbody"):
             inner = getattr(node, field, None)
             if isinstance(inner, list):
-                yield from _run_in_body(inner)
+                yield from run_in_block(inner)
         for handler in getattr(node, "handlers", ()):
-            yield from _run_in_body(handler.body)
+            yield handler
+            yield from run_in_block(handler.body)
+        for case in getattr(node, "cases", ()):
+            yield from run_in_block(case.body)
 
 
 def is_nested_function(sf: SourceFile, qualname: str) -> bool:

@@ -225,6 +225,7 @@ class Subgraph:
         values = {}
         shared: list = []  # (input, tensor, version) of the tensors shared, not copied: checked after the run
         carried = self.carried_inputs
+        later = []  # carried inputs, after those its code reads: they take their copies
         kept = []  # the containers rebuilt here stay alive while copied: the memo is keyed by id
         for k, v in unpacked.items():
             kind = _kind(type(v))
@@ -234,7 +235,8 @@ class Subgraph:
                     kept.append(fresh)
                     v = fresh
                     kind = _kind(type(v))
-            if k in carried and kind != _ATOM:  # after the inputs its code reads: it takes their copies
+            if k in carried and kind != _ATOM:
+                later.append((k, v))
                 continue
             if k in written:
                 values[k] = written[k]
@@ -249,14 +251,9 @@ class Subgraph:
                 values[k] = fresh = _fresh(v, memo)
                 if checked and type(fresh) is tuple:
                     shared += [(k, t, _version(t)) for t in _tuple_tensors(fresh, v)]
-        for k in carried:
-            if k not in values:
-                v = unpacked[k]
-                if unpacked is inputs and _kind(type(v)) > _TENSOR_KIND:
-                    v = _unpack(v)
-                    kept.append(v)
-                # never read here, so only a copy made of an object it shares with a read input can change it
-                values[k] = v if _untouched(v, memo) else _fresh(v, memo)
+        for k, v in later:
+            # never read here, so only a copy made of an object it shares with a read input can change it
+            values[k] = v if _untouched(v, memo) else _fresh(v, memo)
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
         recorder = handle = None

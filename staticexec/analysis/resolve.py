@@ -838,7 +838,8 @@ class Resolver(ClassIndex):
         module = importlib.import_module(auto.module)
         auto_cls = getattr(module, auto.name, None)
         mapping = getattr(auto_cls, "_model_mapping", None)
-        if getattr(mapping, "_model_mapping", None) is None:
+        if any(getattr(mapping, table, None) is None
+               for table in ("_model_mapping", "_config_mapping", "_reverse_config_mapping")):
             return unknown(f"{auto.name} has no model mapping", line)
         out: list[Value] = []
         for path, config in configs:

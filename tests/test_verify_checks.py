@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from staticexec.emit.run import ContractError, Subgraph, TargetMismatch, install_tripwires, run_chain
+from staticexec.emit import runtime
 from staticexec.emit.runtime import BranchMismatch
 from staticexec.messages import UsageError
 
@@ -288,6 +289,28 @@ def test_a_target_entered_by_a_subgraph_not_emitted_for_it_is_a_target_mismatch(
                   _subgraph(0, "return {'y': model.a(x)}")):  # none expected
         with pytest.raises(TargetMismatch):
             run_chain(model, [wrong], {"x": torch.ones(1, 3)})
+
+
+def test_a_target_called_through_call_target_is_recorded_as_torch_would_run_it():
+    """call_target skips torch's hook dispatch only when the tripwire is the one hook: the entry is recorded,
+    and a hook of anyone else (a pre-hook that changes the input, a forward hook) still runs as torch runs it."""
+    model = _TwoLayers()
+    install_tripwires([model.a])
+    x = torch.ones(1, 3)
+    right = _subgraph(1, "return {'y': _sx.call_target(model.a, x)}", targets=["a"], _globals={"_sx": runtime})
+    assert torch.equal(run_chain(model, [right], {"x": x}, twice=True)["y"], model.a(x))
+    wrong = _subgraph(1, "return {'y': _sx.call_target(model.b, x)}", targets=["a"], _globals={"_sx": runtime})
+    install_tripwires([model.b])
+    with pytest.raises(TargetMismatch):
+        run_chain(model, [wrong], {"x": x})
+    pre = model.a.register_forward_pre_hook(lambda module, args: (args[0] * 2,))
+    post = model.a.register_forward_hook(lambda module, args, out: out + 1)
+    try:
+        assert torch.equal(run_chain(model, [right], {"x": x})["y"], model.a(x))
+        assert torch.equal(run_chain(model, [right], {"x": x})["y"], model.a.forward(x * 2) + 1)
+    finally:
+        pre.remove()
+        post.remove()
 
 
 # ----- verify: statuses ---------------------------------------------------------------------------------

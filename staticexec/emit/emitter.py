@@ -91,10 +91,11 @@ class _Rewrite(cst.CSTTransformer):
     conditional expressions and boolean operations decided at emit time (`choose`: node -> side)."""
 
     def __init__(self, rename: dict[str, str], replace: dict[cst.Call, str] | None = None,
-                 choose: dict[cst.CSTNode, str] | None = None) -> None:
+                 choose: dict[cst.CSTNode, str] | None = None, target: cst.Call | None = None) -> None:
         self.rename = rename
         self.replace = replace or {}
         self.choose = choose or {}
+        self.target = target
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
         """Rename a name of the frame (a module-level name read through its module becomes an attribute)."""
@@ -120,9 +121,14 @@ class _Rewrite(cst.CSTTransformer):
         return updated.with_changes(keyword=original.keyword)
 
     def leave_Call(self, original: cst.Call, updated: cst.BaseExpression) -> cst.BaseExpression:
-        """Replace the chosen call by its variable."""
+        """Replace the chosen call by its variable; a target module's call goes through `call_target`."""
         var = self.replace.get(original)
-        return cst.Name(var) if var else updated
+        if var:
+            return cst.Name(var)
+        if original is self.target and isinstance(updated, cst.Call):
+            return updated.with_changes(func=cst.Attribute(value=cst.Name(RUNTIME), attr=cst.Name("call_target")),
+                                        args=[cst.Arg(value=updated.func), *updated.args])
+        return updated
 
     def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
         """Keep the side decided at emit time, if any."""
@@ -152,12 +158,13 @@ def _facts(name: str) -> dict:
 
 
 def rewritten(stmt: cst.CSTNode, rename: dict[str, str], replace: tuple[cst.Call, str] | None = None,
-              choose: tuple[tuple[cst.CSTNode, str], ...] = ()) -> str:
-    """A statement's code with a frame's names renamed (one call replaced, decided sides kept), cached."""
-    key = (stmt, tuple(sorted(rename.items())), replace, choose)
+              choose: tuple[tuple[cst.CSTNode, str], ...] = (), target: cst.Call | None = None) -> str:
+    """A statement's code with a frame's names renamed (one call replaced, decided sides kept, the target
+    call made through runtime.call_target), cached."""
+    key = (stmt, tuple(sorted(rename.items())), replace, choose, target)
     code = _facts("rewritten").get(key)
     if code is None:
-        node = stmt.visit(_Rewrite(rename, dict([replace]) if replace else None, dict(choose)))
+        node = stmt.visit(_Rewrite(rename, dict([replace]) if replace else None, dict(choose), target))
         code = _stmt_code(node)
         _facts("rewritten")[key] = code
     return code
@@ -976,7 +983,7 @@ class Emitter:
         if path in self.called_targets:
             raise Refused([UnsupportedStatement(frame.planned.path, line, f"{path} would be called twice")])
         self.called_targets.append(path)
-        code = self._returning(frame, stmt, choose=choose)
+        code = self._returning(frame, stmt, choose=choose, target=call)
         self._add(frame, code, line, target=self.paths[id(module)])
         self._forget_stores(frame, stmt)
 
@@ -998,9 +1005,10 @@ class Emitter:
             else:
                 self._ancestor_call(frame, piece.stmt, piece.call, line, ())
 
-    def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[cst.Call, str] | None = None, choose: tuple = ()) -> str:
+    def _returning(self, frame: Frame, stmt: cst.CSTNode, replace: tuple[cst.Call, str] | None = None, choose: tuple = (),
+                   target: cst.Call | None = None) -> str:
         """A reaching statement's code; `return X` becomes an assignment of the frame's result."""
-        code = rewritten(stmt, frame.rename, replace, choose)
+        code = rewritten(stmt, frame.rename, replace, choose, target)
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Return):
             lines = code.splitlines()
             first = next(i for i, l in enumerate(lines) if l.lstrip().startswith("return"))

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from staticexec.emit.modules import named_modules, outermost
-from staticexec.emit.runtime import CHECKS, ModuleRecorder, WrapperScope, WrapperState
+from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
 
 _MISSING = object()
 
@@ -66,8 +66,9 @@ class TargetMismatch(RuntimeError):
     """A subgraph entered other target modules than those it was emitted for."""
 
 
-_ENTERED: contextvars.ContextVar = contextvars.ContextVar("staticexec_entered_targets", default=None)
+_ENTERED = ENTERED
 _TRIPWIRES = CHECKS
+_tripwire = tripwire
 
 
 class checks_off:
@@ -95,12 +96,6 @@ class checks_off:
 
 
 tripwires_off = checks_off  # the name it had when the target check was the only one
-
-
-def _tripwire(module: Any, args: Any) -> None:
-    entered = _ENTERED.get()
-    if entered is not None:
-        entered.append(module)
 
 
 def outermost_targets(model: Any, targets: set[str]) -> list[tuple[str, Any]]:
@@ -223,13 +218,35 @@ class Subgraph:
                        if not _views_another(unpacked[k], k, unpacked)}
         checked = _TRIPWIRES.get()
         values = {}
-        shared: list = []  # (input, tensor, version) of the tensors shared, not copied: checked after the run
+        shared: list = []  # (input, tensor) of the tensors shared, not copied: their versions are checked after the run
+        changed = []  # inputs given to the code as another object than they came as (copied or rebuilt)
         carried = self.carried_inputs
         later = []  # carried inputs, after those its code reads: they take their copies
         kept = []  # the containers rebuilt here stay alive while copied: the memo is keyed by id
         for k, v in unpacked.items():
             kind = _kind(type(v))
-            if kind > _TENSOR_KIND and unpacked is inputs:  # a container or a packed mapping
+            if kind == _ATOM:  # never copied (what `_fresh` gives back for it is itself)
+                values[k] = v
+                continue
+            if kind == _TENSOR_KIND:
+                if k in carried:
+                    later.append((k, v))
+                    continue
+                fresh = written[k] if k in written else memo.get(id(v), v) if memo else v
+                values[k] = fresh
+                if fresh is not v:
+                    changed.append(k)
+                elif checked:
+                    shared.append((k, v))
+                continue
+            if kind == _TUPLE and k not in carried and k not in written and _flat_shared(v, memo):
+                values[k] = v  # tensors and atoms only, none copied here: passed as it is, its tensors checked
+                if v is not inputs[k]:
+                    changed.append(k)
+                if checked:
+                    shared += [(k, t) for t in v if _kind(type(t)) == _TENSOR_KIND]
+                continue
+            if unpacked is inputs:  # a container or a packed mapping
                 fresh = _unpack(v)
                 if fresh is not v:
                     kept.append(fresh)
@@ -243,17 +260,22 @@ class Subgraph:
             elif kind == _TENSOR_KIND:  # shared as it is (or as the copy a written alias of it got)
                 values[k] = fresh = memo.get(id(v), v) if memo else v
                 if checked and fresh is v:
-                    shared.append((k, v, _version(v)))
+                    shared.append((k, v))
             elif kind == _ATOM or kind == _DICT and k in self.spread_inputs and all(
                     _kind(type(x)) == _ATOM for x in v.values()):  # spread (copied) by the call, holding no state
                 values[k] = v
             else:
                 values[k] = fresh = _fresh(v, memo)
                 if checked and type(fresh) is tuple:
-                    shared += [(k, t, _version(t)) for t in _tuple_tensors(fresh, v)]
+                    shared += [(k, t) for t in _tuple_tensors(fresh, v)]
+            if values[k] is not inputs[k]:
+                changed.append(k)
         for k, v in later:
             # never read here, so only a copy made of an object it shares with a read input can change it
-            values[k] = v if _untouched(v, memo) else _fresh(v, memo)
+            values[k] = fresh = v if _untouched(v, memo) else _fresh(v, memo)
+            if fresh is not inputs[k]:
+                changed.append(k)
+        versions = _versions(shared)
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
         recorder = handle = None
@@ -277,16 +299,16 @@ class Subgraph:
             self._ran = recorder.entered
         if checked:
             self._check_targets(model, entered)
-        for name, tensor, version in shared:
-            if version is not None and tensor._version != version:
-                self._changed_input(name)
+        if versions and versions != _versions(shared):
+            for (name, tensor), version in zip(shared, versions):
+                if version is not None and tensor._version != version:
+                    self._changed_input(name)
         # the code returns what it binds; an input it never rebinds goes back only where this run copied or
         # rebuilt it: one given back as the very object is left where the cache holds it
         result = {k: _pack(v) for k, v in out.items()}
-        for k in self.passed_through:
-            v = values[k]
-            if v is not inputs[k]:
-                result[k] = _pack(v)
+        for k in changed:
+            if k in self.passed_through:
+                result[k] = _pack(values[k])
         return result
 
     def _changed_input(self, name: str) -> None:
@@ -426,6 +448,24 @@ def _views_another(value: Any, name: str, inputs: dict) -> bool:
             except (RuntimeError, NotImplementedError):
                 continue
     return False
+
+
+def _flat_shared(value: tuple, memo: dict) -> bool:
+    """Whether a tuple holds only tensors and atoms, none of them copied in this run (so `_fresh` would give it
+    back as it is): `position_embeddings`, passed to every layer."""
+    for v in value:
+        kind = _kind(type(v))
+        if kind != _TENSOR_KIND and kind != _ATOM or memo and id(v) in memo:
+            return False
+    return True
+
+
+def _versions(shared: list) -> list:
+    """The version counters of the tensors shared with the caller, in order (None for an inference tensor)."""
+    try:
+        return [t._version for _, t in shared]
+    except RuntimeError:  # an inference tensor among them
+        return [_version(t) for _, t in shared]
 
 
 def _version(tensor: Any) -> int | None:

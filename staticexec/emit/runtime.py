@@ -42,6 +42,48 @@ CHECKS: contextvars.ContextVar = contextvars.ContextVar("staticexec_checks", def
 """Whether the run-time checks of what emission decided run (on by default; run.checks_off turns them off to
 measure what they cost)."""
 
+ENTERED: contextvars.ContextVar = contextvars.ContextVar("staticexec_entered_targets", default=None)
+"""The watched target modules entered while a subgraph runs (a list, None outside a checked run)."""
+
+
+def tripwire(module: Any, args: Any) -> None:
+    """The target check's forward pre-hook on every watched module: records it as entered."""
+    entered = ENTERED.get()
+    if entered is not None:
+        entered.append(module)
+
+
+@functools.lru_cache(maxsize=1)
+def _torch_call() -> tuple:
+    """torch's module module, `Module.__call__`, `Module._call_impl` and the tracing-state query, looked up once."""
+    import torch
+    from torch.nn.modules import module as torch_module
+
+    return torch_module, torch_module.Module.__call__, torch_module.Module._call_impl, torch._C._get_tracing_state
+
+
+def call_target(module: Any, *args: Any, **kwargs: Any) -> Any:
+    """`module(*args, **kwargs)` for a target module the subgraph's code calls.
+
+    When the only hook torch would run for it is the target check's tripwire (no other hook on it, no global
+    hook, not compiled or traced, `__call__` torch's own), this runs the tripwire and then the forward as
+    torch's call does without hooks: the same effect, without torch's per-call hook dispatch. Otherwise it
+    is the plain call."""
+    torch_module, module_call, call_impl, tracing = _torch_call()
+    hooks = module._forward_pre_hooks
+    if (len(hooks) == 1 and not module._forward_hooks and not module._backward_hooks and not module._backward_pre_hooks
+            and module._compiled_call_impl is None and not module._forward_pre_hooks_with_kwargs):
+        cls = type(module)
+        if (cls.__call__ is module_call and cls._call_impl is call_impl and next(iter(hooks.values())) is tripwire
+                and not (torch_module._global_forward_pre_hooks or torch_module._global_forward_hooks
+                         or torch_module._global_backward_pre_hooks or torch_module._global_backward_hooks)
+                and not tracing()):
+            entered = ENTERED.get()
+            if entered is not None:
+                entered.append(module)
+            return module.forward(*args, **kwargs)
+    return module(*args, **kwargs)
+
 
 class DecoratorMismatch(RuntimeError):
     """A decorator's wrapper does not behave as the model of docs/decorators.md requires."""

@@ -313,6 +313,23 @@ def test_a_target_called_through_call_target_is_recorded_as_torch_would_run_it()
         post.remove()
 
 
+def test_an_empty_collector_a_subgraph_adds_to_is_emptied_again_and_its_items_travel_in_a_new_scope():
+    """A wrapper's scope that publishes an empty collector is shared, not copied: what the run adds goes to a
+    scope of its own, and the collector given is empty again, so a second run on it adds the same once."""
+    import contextvars
+
+    from staticexec.emit.runtime import WrapperScope
+
+    var = contextvars.ContextVar("collector")
+    scope = WrapperScope({var: {}}, [])
+    sg = _subgraph(0, "with _sx.wrapper_scope(scope):\n    var.get()['seen'] = x + 1\nreturn {'y': x}", _globals={
+        "_sx": runtime, "var": var}, inputs=("x", "scope"), outputs=("y", "scope"), passed_through={"scope"})
+    out = run_chain(_Counter(), [sg], {"x": torch.ones(2), "scope": scope}, twice=True)
+    assert scope.context[var] == {}
+    assert out["scope"] is not scope and list(out["scope"].context[var]) == ["seen"]
+    assert torch.equal(out["scope"].context[var]["seen"], torch.full((2,), 2.0))
+
+
 # ----- verify: statuses ---------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ for, in order. `run_chain` runs a chain exactly as the pipeline does.
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import copy
 import dataclasses
@@ -222,6 +223,7 @@ class Subgraph:
         changed = []  # inputs given to the code as another object than they came as (copied or rebuilt)
         carried = self.carried_inputs
         later = []  # carried inputs, after those its code reads: they take their copies
+        scopes = []  # wrapper scopes whose published containers are empty: shared unless another input's copy holds one
         kept = []  # the containers rebuilt here stay alive while copied: the memo is keyed by id
         for k, v in unpacked.items():
             kind = _kind(type(v))
@@ -245,6 +247,9 @@ class Subgraph:
                     changed.append(k)
                 if checked:
                     shared += [(k, t) for t in v if _kind(type(t)) == _TENSOR_KIND]
+                continue
+            if kind == _SCOPE and k not in carried and k not in written and _publishes_empty(v):
+                scopes.append((k, v))  # shared, and emptied again after the run (below)
                 continue
             if unpacked is inputs:  # a container or a packed mapping
                 fresh = _unpack(v)
@@ -275,6 +280,14 @@ class Subgraph:
             values[k] = fresh = v if _untouched(v, memo) else _fresh(v, memo)
             if fresh is not inputs[k]:
                 changed.append(k)
+        emptied = []  # the scopes shared: what the run puts in their containers moves to a new scope after it
+        for k, v in scopes:
+            if id(v) in memo or any(id(c) in memo for c in v.context.values()):
+                values[k] = _fresh(v, memo)
+                changed.append(k)
+            else:
+                values[k] = v
+                emptied.append(k)
         versions = _versions(shared)
         entered: list = []
         token = _ENTERED.set(entered if checked else None)
@@ -295,6 +308,11 @@ class Subgraph:
             _ENTERED.reset(token)
             if handle is not None:
                 handle.remove()
+            for k in emptied:
+                scope = _emptied(values[k])
+                if scope is not None:
+                    values[k] = scope
+                    changed.append(k)
         if recorder is not None:
             self._ran = recorder.entered
         if checked:
@@ -448,6 +466,37 @@ def _views_another(value: Any, name: str, inputs: dict) -> bool:
             except (RuntimeError, NotImplementedError):
                 continue
     return False
+
+
+def _publishes_empty(scope: WrapperScope) -> bool:
+    """Whether a wrapper's scope sets no attributes and publishes only atoms and empty dicts and lists (a
+    collector nothing was added to yet): the subgraph can share it and empty it again after the run, rather
+    than copy it before."""
+    if scope.attributes:
+        return False
+    for value in scope.context.values():
+        if type(value) in (dict, list, collections.defaultdict):
+            if value:
+                return False
+        elif _kind(type(value)) != _ATOM:
+            return False
+    return True
+
+
+def _emptied(scope: WrapperScope) -> WrapperScope | None:
+    """After a run that shared a scope whose containers were empty: None when they still are; otherwise a new
+    scope holding what the run added, in containers of its own, and the shared containers emptied again, so
+    the input is as it was and a second run starts from the same empty collector."""
+    if not any(type(v) in (dict, list, collections.defaultdict) and v for v in scope.context.values()):
+        return None
+    context = {}
+    for var, value in scope.context.items():
+        if type(value) in (dict, list, collections.defaultdict) and value:
+            context[var] = copy.copy(value)
+            value.clear()
+        else:
+            context[var] = value
+    return WrapperScope(context, [])
 
 
 def _flat_shared(value: tuple, memo: dict) -> bool:

@@ -214,6 +214,21 @@ def test_module_bound_names_are_bound_from_the_model_not_passed():
     assert second.module_paths == ["model.layers.0", "model.norm.inner"]
 
 
+def test_an_unrolled_loops_next_module_bound_where_a_piece_ends_is_not_looked_up_there():
+    """`layer = self.layers[1]` after the call of layers[0]: nothing after it in that piece reads it, and the
+    piece that calls it binds it again in its prelude; a binding a later step of the piece reads is kept."""
+    modules = {"layer": "self.layers[1]"}
+    program = steps("h = embed(x)", ("h = layer(h)", "layers.0"), "layer = self.layers[1]", ("h = layer(h)", "layers.1"),
+                    "out = h", modules=modules)
+    program[1] = Step(code="h = layer(h)", origin="model.py:1", target="layers.0", modules={"layer": "self.layers[0]"})
+    first, second, third = chain(program, ["x"])
+    assert "self.layers[1]" not in second.source and "    layer = self.layers[0]\n" in second.source
+    assert "    layer = self.layers[1]\n" in third.source
+    kept = steps("h = embed(x)", ("h = self__1(h)", "layers.0"), "layer = self.layers[1]", "out = layer.norm(h)",
+                 modules=modules)
+    assert "layer = self.layers[1]" in chain(kept, ["x"])[1].source
+
+
 def test_a_name_bound_to_itself_needs_no_prelude():
     (only,) = chain(steps("out = self.norm(x)", modules={"self": "self"}), ["x"])
     assert only.input_names == {"x"} and "self = self" not in only.source

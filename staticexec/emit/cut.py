@@ -375,10 +375,27 @@ def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
     return pieces
 
 
+def _without_unread_bindings(steps: list[Step]) -> list[Step]:
+    """The steps without the module bindings nothing after them in the piece reads (`decoder_layer__1 =
+    self.model.layers[3]`, an unrolled loop's next item bound where the piece ends): a module-bound name is
+    bound again, from its path, in the piece that reads it (its prelude), so the lookup is dead code here."""
+    kept: list[Step] = []
+    read: set[str] = set()
+    for step in reversed(steps):
+        name, _, expr = step.code.rstrip("\n").partition(" = ")
+        if step.target is None and step.modules.get(name) == expr and name not in read:
+            continue
+        read.update(_names(step.code).loads, step.reads, *(_names(s).loads for s in step.scopes))
+        kept.append(step)
+    return kept[::-1]
+
+
 def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str,
                     targets_per_subgraph: int = 1, live: dict | None = None) -> list:
     """Cut the steps into pieces and make each a `Subgraph`, with the inputs, outputs and consumed names above."""
     pieces = cut(steps, targets_per_subgraph)
+    for piece in pieces:
+        piece.steps = _without_unread_bindings(piece.steps)
     defined = set(input_names)  # names that exist before a piece runs, surely
     maybe_defined: set[str] = set()
     repeating = []

@@ -282,7 +282,7 @@ class Subgraph:
                 changed.append(k)
         emptied = []  # the scopes shared: what the run puts in their containers moves to a new scope after it
         for k, v in scopes:
-            if id(v) in memo or any(id(c) in memo for c in v.context.values()):
+            if memo and (id(v) in memo or any(id(c) in memo for c in v.context.values())):
                 values[k] = _fresh(v, memo)
                 changed.append(k)
             else:
@@ -487,7 +487,10 @@ def _emptied(scope: WrapperScope) -> WrapperScope | None:
     """After a run that shared a scope whose containers were empty: None when they still are; otherwise a new
     scope holding what the run added, in containers of its own, and the shared containers emptied again, so
     the input is as it was and a second run starts from the same empty collector."""
-    if not any(type(v) in (dict, list, collections.defaultdict) and v for v in scope.context.values()):
+    for value in scope.context.values():
+        if type(value) in (dict, list, collections.defaultdict) and value:
+            break
+    else:
         return None
     context = {}
     for var, value in scope.context.items():
@@ -560,6 +563,8 @@ def _unpack(value: Any) -> Any:
     kind = _kind(type(value))
     if kind <= _TENSOR_KIND:
         return value
+    if kind >= _STATE:  # an object: only a Packed one is rebuilt
+        return value.rebuild() if type(value) is Packed else value
     # a container with nothing packed in it is given back as it came (the copying that follows decides
     # whether the subgraph gets a copy)
     if kind == _TUPLE:
@@ -569,6 +574,11 @@ def _unpack(value: Any) -> Any:
         items = [_unpack(v) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else items
     if kind == _DICT:
+        for v in value.values():
+            if _kind(type(v)) > _TENSOR_KIND:
+                break
+        else:  # atoms and tensors only (a keyword dict): nothing to rebuild
+            return value
         items = {k: _unpack(v) for k, v in value.items()}
         return value if all(items[k] is v for k, v in value.items()) else items
     if isinstance(value, Packed):
@@ -630,7 +640,7 @@ def _untouched(value: Any, memo: dict, depth: int = 4) -> bool:
     if kind == _TUPLE or kind == _LIST or kind == _FROZENSET or kind == _SET:
         return all(_untouched(v, memo, depth - 1) for v in value)
     if kind == _DICT:
-        return all(_untouched(v, memo, depth - 1) for v in value.values())
+        return not value or all(_untouched(v, memo, depth - 1) for v in value.values())
     return False
 
 

@@ -113,12 +113,47 @@ def _call(wrapped: Callable, self: Any, kw: dict) -> Any:
     return wrapped(self, **kw) if self is not None else wrapped(**kw)
 
 
+@functools.lru_cache(maxsize=1024)
+def _decorated(decorator: Callable, fn: Callable) -> tuple[Callable, list]:
+    """The decorator's wrapper around a stand-in for `fn`, made once per decorator and function (as the model's
+    own wrapper is made once, at import), and the stack of bodies the stand-in runs: the last one pushed."""
+    bodies: list = []
+
+    def stand_in(*args: Any, **kwargs: Any) -> Any:
+        return bodies[-1](*args, **kwargs)
+
+    return decorator(_stand_in(fn, stand_in)), bodies
+
+
+def _through(decorator: Callable, fn: Callable, body: Callable, self: Any, kw: dict) -> Any:
+    """Call the decorator's wrapper with `body` standing for the function."""
+    try:
+        wrapped, bodies = _decorated(decorator, fn)
+    except TypeError:  # a decorator that can't be a cache key: its wrapper is made for this call
+        return _call(decorator(_stand_in(fn, body)), self, kw)
+    bodies.append(body)
+    try:
+        return _call(wrapped, self, kw)
+    finally:
+        bodies.pop()
+
+
+def _attributes(obj: Any) -> dict | None:
+    """An object's own attribute dict, read past any `__getattribute__` of its class (a config's); None if it has none."""
+    try:
+        return object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        return None
+
+
 def _watched(self: Any) -> list:
-    """The objects whose attributes a wrapper may set for the length of the call: `self` and its config."""
+    """The attribute dicts a wrapper may change for the length of the call, with their objects: `self`'s and
+    its config's."""
     out = []
     for obj in (self, getattr(self, "config", None)):
-        if obj is not None and hasattr(obj, "__dict__") and all(obj is not o for o in out):
-            out.append(obj)
+        attrs = _attributes(obj) if obj is not None else None
+        if attrs is not None and all(obj is not o for o, _ in out):
+            out.append((obj, attrs))
     return out
 
 
@@ -141,7 +176,7 @@ class WrapperScope:
 def _run_to_call(self: Any, kw: dict, decorator: Callable, fn: Callable, where: str) -> tuple[dict, dict, list]:
     """Run the real wrapper up to its call of the function; the keywords, context and attributes it had then."""
     watched = _watched(self)
-    before = [dict(vars(o)) for o in watched]
+    before = [dict(attrs) for _, attrs in watched]
     context_before = contextvars.copy_context()
     seen: list = []
 
@@ -149,8 +184,7 @@ def _run_to_call(self: Any, kw: dict, decorator: Callable, fn: Callable, where: 
         context = contextvars.copy_context()
         changed = {v: context[v] for v in context if context_before.get(v, _ABSENT) is not context[v]}
         attributes = []
-        for obj, old in zip(watched, before):
-            now = vars(obj)
+        for (obj, now), old in zip(watched, before):
             if len(now) == len(old) and all(map(operator.is_, old.values(), now.values())) and list(old) == list(now):
                 continue  # the same keys, in the same order, each holding the same object
             keys = [key for key, value in now.items() if old.get(key, _ABSENT) is not value]
@@ -161,7 +195,7 @@ def _run_to_call(self: Any, kw: dict, decorator: Callable, fn: Callable, where: 
         raise _Suspend
 
     try:
-        _call(decorator(_stand_in(fn, probe)), self, kw)
+        _through(decorator, fn, probe, self, kw)
     except _Suspend:
         pass
     if len(seen) != 1:
@@ -225,7 +259,7 @@ class wrapper_scope:
             if undo is None:
                 undo = []
             for obj, key, value in scope.attributes:
-                attrs = vars(obj)
+                attrs = _attributes(obj)
                 undo.append((None, obj, key, attrs.get(key, _ABSENT)))
                 _put(attrs, key, value)
             undo += [(var, var.set(value), None, None) for var, value in scope.context.items()]
@@ -237,7 +271,7 @@ class wrapper_scope:
                 if var is not None:
                     var.reset(token_or_obj)
                 else:
-                    _put(vars(token_or_obj), key, value)
+                    _put(_attributes(token_or_obj), key, value)
 
 
 def _put(attrs: dict, key: str, value: object) -> None:
@@ -259,7 +293,7 @@ def wrapper_exit(self: Any, state: WrapperState, scope: WrapperScope | None, out
                 _transfer(fresh, kept, state.where)
         return output
 
-    return _call(decorator(_stand_in(fn, stand_in)), self, dict(state.passed))
+    return _through(decorator, fn, stand_in, self, dict(state.passed))
 
 
 def _transfer(fresh: Any, kept: Any, where: str) -> None:
@@ -403,6 +437,8 @@ def expect_loop(iterable: Any, expected: LoopItems, where: str, code: str) -> No
         raise LoopMismatch(f"{where}: `{code}` gives {len(got)} items for these inputs, but gave "
                            f"{len(expected.items)} ({_listed(expected.labels)}) when the subgraphs were emitted; "
                            "emit them again for inputs and a model like these")
+    if all(map(operator.is_, got, expected.items)):  # the very objects (modules): nothing more to compare
+        return
     for index, (item, want, label) in enumerate(zip(got, expected.items, expected.labels)):
         if not _same_item(item, want):
             raise LoopMismatch(f"{where}: `{code}` gives {describe_item(item)} as item {index} for these inputs, but gave "

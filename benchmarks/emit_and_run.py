@@ -209,9 +209,10 @@ are judged side by side with llm-compressor's own tracer, below):
 
 The chain keeps llm-compressor's Subgraph contract (docs/subgraph-contract.md): each subgraph
 copies the mutable values it receives that its code or the code it calls could change (a
-decorator's published collector, keyword dicts it does more with than spread into a call, the
-model's default `DynamicCache` with its tensors, which the forward builds when `use_cache` is
-on) so that a second run gives the same outputs, gives back only what it bound or copied, and
+decorator's published collector once something is in it, keyword dicts it does more with than
+spread into a call, the model's default `DynamicCache` with its tensors, which the forward builds
+when `use_cache` is on) so that a second run gives the same outputs, gives back only what it bound
+or copied, and
 `run_subgraphs` rebuilds values between subgraphs as llm-compressor's cache does. That cost is
 per subgraph, not per FLOP, so it shrinks relative to real layer sizes; with the KV cache on it
 grows with depth, since the whole cache is copied. The second table shows the chain without the

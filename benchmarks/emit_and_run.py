@@ -176,7 +176,9 @@ ratios compare like with like.
 - chain, no checks: the same under `staticexec.emit.run.checks_off(model)`, which turns off
   all the run-time checks of the chain together:
   - the target check (each subgraph enters exactly the target modules it was emitted for),
-    with its hooks detached from the target modules;
+    with its hooks detached from the target modules (a target the subgraph's code calls is entered
+    through `call_target`, which runs the hook without torch's hook dispatch when it is the
+    module's only hook);
   - the input version counters (a tensor input a subgraph changed in place raises `ContractError`);
   - the branch checks (`expect_branch`: each branch decided at emission is taken again);
   - the loop checks (`expect_loop`: an unrolled loop's iterable gives the same modules, in the
@@ -212,10 +214,9 @@ copies the mutable values it receives that its code or the code it calls could c
 decorator's published collector once something is in it, keyword dicts it does more with than
 spread into a call, the model's default `DynamicCache` with its tensors, which the forward builds
 when `use_cache` is on) so that a second run gives the same outputs, gives back only what it bound
-or copied, and
-`run_subgraphs` rebuilds values between subgraphs as llm-compressor's cache does. That cost is
-per subgraph, not per FLOP, so it shrinks relative to real layer sizes; with the KV cache on it
-grows with depth, since the whole cache is copied. The second table shows the chain without the
+or copied, and `run_subgraphs` rebuilds values between subgraphs as llm-compressor's cache does.
+That cost is per subgraph, not per FLOP, so it shrinks relative to real layer sizes; with the KV
+cache on it grows with depth, since the whole cache is copied. The second table shows the chain without the
 cache, as it runs in calibration, and the checks' share of that chain.
 """
 

@@ -24,8 +24,10 @@ so that nothing depends on one transformers release's internals:
 Besides the decorator models it holds the checks of what emission decided from one sample, one
 instance and one reading of the source, run again where the decision stood: `expect_branch` (the
 branch taken), `expect_loop` (the items an unrolled loop runs over) and `expect_code` (the function
-that runs is the one inlined); and `hooks_enter` / `hooks_exit`, the forward hooks of an inlined
-module run as torch would. Which decorators are modelled is analysis/decorators.py.
+that runs is the one inlined); `hooks_enter` / `hooks_exit`, the forward hooks of an inlined
+module run as torch would; and `call_target`, through which the emitted code calls a target module,
+with the target check's `tripwire` (the forward pre-hook on every watched module). Which decorators
+are modelled is analysis/decorators.py.
 """
 
 from __future__ import annotations

@@ -67,9 +67,7 @@ class TargetMismatch(RuntimeError):
     """A subgraph entered other target modules than those it was emitted for."""
 
 
-_ENTERED = ENTERED
 _TRIPWIRES = CHECKS
-_tripwire = tripwire
 
 
 class checks_off:
@@ -86,7 +84,7 @@ class checks_off:
         self.token = _TRIPWIRES.set(False)
         for module in self.model.modules() if self.model is not None else ():
             for key, hook in list(module._forward_pre_hooks.items()):
-                if hook is _tripwire:
+                if hook is tripwire:
                     del module._forward_pre_hooks[key]
                     self.detached.append(module)
 
@@ -138,19 +136,19 @@ def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[
 def install_tripwires(modules: list) -> None:
     """A forward pre-hook on each target module that records it while a subgraph runs (once per module)."""
     for module in modules:
-        if not any(hook is _tripwire for hook in module._forward_pre_hooks.values()):
-            module.register_forward_pre_hook(_tripwire)
+        if not any(hook is tripwire for hook in module._forward_pre_hooks.values()):
+            module.register_forward_pre_hook(tripwire)
 
 
 def is_tripwire(hook: Any) -> bool:
     """Whether a forward pre-hook is the target check's own."""
-    return hook is _tripwire
+    return hook is tripwire
 
 
 def remove_tripwires(modules: Any) -> None:
     """Take the tripwire off modules: a chain emitted earlier with other targets watched them."""
     for module in modules:
-        for key in [k for k, hook in module._forward_pre_hooks.items() if hook is _tripwire]:
+        for key in [k for k, hook in module._forward_pre_hooks.items() if hook is tripwire]:
             del module._forward_pre_hooks[key]
 
 
@@ -257,16 +255,12 @@ class Subgraph:
                     kept.append(fresh)
                     v = fresh
                     kind = _kind(type(v))
-            if k in carried and kind != _ATOM:
+            if k in carried:  # (atoms and tensors were taken above: this is a container or an object)
                 later.append((k, v))
                 continue
             if k in written:
                 values[k] = written[k]
-            elif kind == _TENSOR_KIND:  # shared as it is (or as the copy a written alias of it got)
-                values[k] = fresh = memo.get(id(v), v) if memo else v
-                if checked and fresh is v:
-                    shared.append((k, v))
-            elif kind == _ATOM or kind == _DICT and k in self.spread_inputs and all(
+            elif kind == _DICT and k in self.spread_inputs and all(
                     _kind(type(x)) == _ATOM for x in v.values()):  # spread (copied) by the call, holding no state
                 values[k] = v
             else:
@@ -290,7 +284,7 @@ class Subgraph:
                 emptied.append(k)
         versions = _versions(shared)
         entered: list = []
-        token = _ENTERED.set(entered if checked else None)
+        token = ENTERED.set(entered if checked else None)
         recorder = handle = None
         if self._ran is None:  # the first run records every module it enters (submodules)
             from torch.nn.modules.module import register_module_forward_pre_hook
@@ -305,7 +299,7 @@ class Subgraph:
                 exc.add_note(f"staticexec: raised in subgraph {self.index}, in code emitted from {origin}")
             raise
         finally:
-            _ENTERED.reset(token)
+            ENTERED.reset(token)
             if handle is not None:
                 handle.remove()
             for k in emptied:
@@ -468,6 +462,9 @@ def _views_another(value: Any, name: str, inputs: dict) -> bool:
     return False
 
 
+_COLLECTORS = (dict, list, collections.defaultdict)  # what a wrapper publishes for the body to add to
+
+
 def _publishes_empty(scope: WrapperScope) -> bool:
     """Whether a wrapper's scope sets no attributes and publishes only atoms and empty dicts and lists (a
     collector nothing was added to yet): the subgraph can share it and empty it again after the run, rather
@@ -475,7 +472,7 @@ def _publishes_empty(scope: WrapperScope) -> bool:
     if scope.attributes:
         return False
     for value in scope.context.values():
-        if type(value) in (dict, list, collections.defaultdict):
+        if type(value) in _COLLECTORS:
             if value:
                 return False
         elif _kind(type(value)) != _ATOM:
@@ -488,13 +485,13 @@ def _emptied(scope: WrapperScope) -> WrapperScope | None:
     scope holding what the run added, in containers of its own, and the shared containers emptied again, so
     the input is as it was and a second run starts from the same empty collector."""
     for value in scope.context.values():
-        if type(value) in (dict, list, collections.defaultdict) and value:
+        if type(value) in _COLLECTORS and value:
             break
     else:
         return None
     context = {}
     for var, value in scope.context.items():
-        if type(value) in (dict, list, collections.defaultdict) and value:
+        if type(value) in _COLLECTORS and value:
             context[var] = copy.copy(value)
             value.clear()
         else:

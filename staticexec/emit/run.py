@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from staticexec.emit.modules import named_modules, outermost
+from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
 
 _MISSING = object()
@@ -209,7 +210,7 @@ class Subgraph:
             if value is not _MISSING and scope.get(alias, _MISSING) is not value:
                 scope[alias] = value
         unpacked = inputs  # alive while copied: the memo is keyed by id
-        memo: dict = {}
+        memo = _Memo()
         written: dict = {}
         if self.written_inputs:  # copied first, so that a tensor input they hold shares their copy
             unpacked = {k: _unpack(v) if _kind(type(v)) > _TENSOR_KIND else v for k, v in inputs.items()}
@@ -274,6 +275,9 @@ class Subgraph:
             values[k] = fresh = v if _untouched(v, memo) else _fresh(v, memo)
             if fresh is not inputs[k]:
                 changed.append(k)
+        if memo.opened:  # items copied while it runs must not become second copies of a tensor shared here
+            for _, tensor in shared:
+                memo.setdefault(id(tensor), tensor)
         emptied = []  # the scopes shared: what the run puts in their containers moves to a new scope after it
         for k, v in scopes:
             if memo and (id(v) in memo or any(id(c) in memo for c in v.context.values())):
@@ -307,6 +311,12 @@ class Subgraph:
                 if scope is not None:
                     values[k] = scope
                     changed.append(k)
+            if memo.opened:
+                _close(memo)
+                for k, v in later:  # passed as they came: they take the copies made while it ran
+                    if values[k] is v and not _untouched(v, memo):
+                        values[k] = _fresh(v, memo)
+                        changed.append(k)
         if recorder is not None:
             self._ran = recorder.entered
         if checked:
@@ -704,9 +714,43 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
     if out is not value and hasattr(out, "__dict__") and not isinstance(value, dict):
         attributes = vars(out)
         for k, v in vars(value).items():
-            if _kind(type(v)) != _ATOM:  # an atom is the very object copy.copy put there
-                attributes[k] = _fresh(v, memo, True)
+            kind = _kind(type(v))
+            if kind == _ATOM:  # an atom is the very object copy.copy put there
+                continue
+            if kind == _LIST and type(memo) is _Memo and id(v) not in memo and eligible(v, _plain_item):
+                memo[id(v)] = CopiedOnRead(v, functools.partial(_fresh, memo=memo, held=True))
+            attributes[k] = fresh = _fresh(v, memo, True)
+            if type(fresh) is CopiedOnRead:
+                memo.opened.append((out, k, fresh))
     return out
+
+
+class _Memo(dict):
+    """The copies made in one run, by the id of what they copy; `opened`: (owner, attribute, list) of each
+    `CopiedOnRead` given to an object copied in it."""
+
+    __slots__ = ("opened",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.opened: list = []
+
+
+def _plain_item(cls: type) -> bool:
+    """Items a list may hold to be copied on read: plain Python objects (see staticexec.emit.onread)."""
+    return _kind(cls) == _OBJECT and _plain_object(cls)
+
+
+def _close(memo: _Memo) -> None:
+    """After a run: each `CopiedOnRead` stops copying, and its owners hold a plain list of its items."""
+    plain: dict = {}
+    for owner, name, lazy in memo.opened:
+        if id(lazy) not in plain:
+            plain[id(lazy)] = memo[id(lazy.source)] = lazy.close()
+        attributes = vars(owner)
+        if attributes.get(name) is lazy:
+            attributes[name] = plain[id(lazy)]
+    memo.opened.clear()
 
 
 def _as_cached(value: Any, clone: bool = False) -> Any:

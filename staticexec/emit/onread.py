@@ -1,0 +1,107 @@
+"""Stage 6, run: a list copied item by item, each item when the subgraph's code first reads it.
+
+A subgraph copies what its inputs hold in objects before it runs, so that a second run on the same
+inputs starts from the same state. A cache holds one object per layer in a list (`DynamicCache.layers`),
+and a subgraph reads one or two of them: copying every item every time makes the copying grow with
+the depth, and a chain with the square of it. `CopiedOnRead` stands in for such a list while the
+subgraph runs. It holds the original items; an item read from it (by index, slice, iteration, `pop`)
+is copied then, by the copy function the run gives it (which shares one memo with the rest of the
+run, so an object reached another way is one copy), and the copy takes its slot. Any other change to
+the list's order or content first copies every item still original. An item nothing reads stays the
+original, shared by the input and the output: no run changed it.
+
+Only lists of plain Python objects get one (`eligible`). A C function reads a list subclass's slots
+directly, past `__getitem__`: a list of tensors could be written in place that way (`torch._foreach_*`),
+but a C function can't change a Python object behind its methods. After the run, `close` puts a plain
+list with the same items back in the owner.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Callable
+
+
+class CopiedOnRead(list):
+    """A list whose original items are copied when first read (see the module's docstring)."""
+
+    __slots__ = ("source", "_copy", "_open")
+
+    def __init__(self, source: list, copy: Callable[[Any], Any]) -> None:
+        list.__init__(self)
+        list.extend(self, source)  # an exact list: its slots, not its iterator
+        self.source = source  # the list it stands in for
+        self._copy = copy
+        self._open = True
+
+    def _item(self, index: int) -> Any:
+        item = list.__getitem__(self, index)
+        if self._open:
+            if index < 0:
+                index += list.__len__(self)
+            source = self.source
+            if index < len(source) and source[index] is item:  # still the original: copied now
+                item = self._copy(item)
+                list.__setitem__(self, index, item)
+        return item
+
+    def _all(self) -> None:
+        """Copy every item still original (before a change that could move one to another slot)."""
+        if self._open:
+            for index in range(list.__len__(self)):
+                self._item(index)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self._item(i) for i in range(*index.indices(list.__len__(self)))]
+        return self._item(operator.index(index))
+
+    def __iter__(self) -> Any:
+        index = 0
+        while index < list.__len__(self):  # as a list's iterator: items appended meanwhile come too
+            yield self._item(index)
+            index += 1
+
+    def __reversed__(self) -> Any:
+        index = list.__len__(self) - 1
+        while index >= 0:
+            if index < list.__len__(self):
+                yield self._item(index)
+            index -= 1
+
+    def __radd__(self, other: Any) -> Any:  # `[...] + this`: a list's own `+` would read the slots
+        self._all()
+        return list(other) + list.copy(self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:  # copy and pickle: a plain list of the copies
+        self._all()
+        return list, (list(list.__iter__(self)),)
+
+    def close(self) -> list:
+        """Stop copying; a plain list of the items as they are now."""
+        self._open = False
+        return list.copy(self)
+
+
+def _copying_all_first(name: str) -> Callable:
+    method = getattr(list, name)
+
+    def wrapper(self: CopiedOnRead, *args: Any, **kwargs: Any) -> Any:
+        self._all()
+        return method(self, *args, **kwargs)
+
+    wrapper.__name__ = wrapper.__qualname__ = name
+    return wrapper
+
+
+# every other method that gives items out, or could move one to another slot (`append` and the length
+# can't; comparisons and `in` only compare)
+for _name in ("__setitem__", "__delitem__", "__add__", "__iadd__", "__mul__", "__rmul__", "__imul__",
+              "copy", "extend", "insert", "pop", "remove", "reverse", "sort"):
+    setattr(CopiedOnRead, _name, _copying_all_first(_name))
+del _name
+
+
+def eligible(value: list, plain: Callable[[type], bool]) -> bool:
+    """Whether a list gets a `CopiedOnRead`: it holds items, and only of classes `plain` accepts."""
+    return bool(value) and all(map(plain, set(map(type, value))))

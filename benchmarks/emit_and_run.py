@@ -194,8 +194,8 @@ ratios compare like with like.
 Machine: {platform.machine()}, Python {platform.python_version()}, torch {torch.__version__},
 transformers {transformers.__version__}.
 
-With `use_cache` on (the model's default: the forward builds a `DynamicCache`, which each
-subgraph copies):
+With `use_cache` on (the model's default: the forward builds a `DynamicCache`; each subgraph
+copies the cache layers it reads):
 
 {chr(10).join(lines)}
 
@@ -212,12 +212,13 @@ are judged side by side with llm-compressor's own tracer, below):
 The chain keeps llm-compressor's Subgraph contract (docs/subgraph-contract.md): each subgraph
 copies the mutable values it receives that its code or the code it calls could change (a
 decorator's published collector once something is in it, keyword dicts it does more with than
-spread into a call, the model's default `DynamicCache` with its tensors, which the forward builds
-when `use_cache` is on) so that a second run gives the same outputs, gives back only what it bound
-or copied, and `run_subgraphs` rebuilds values between subgraphs as llm-compressor's cache does.
-That cost is per subgraph, not per FLOP, so it shrinks relative to real layer sizes; with the KV
-cache on it grows with depth, since the whole cache is copied. The second table shows the chain without the
-cache, as it runs in calibration, and the checks' share of that chain.
+spread into a call, the model's default `DynamicCache`, which the forward builds when `use_cache`
+is on: of its per-layer list only the layers the subgraph reads, with their tensors, as it reads
+them) so that a second run gives the same outputs, gives back only what it bound or copied, and
+`run_subgraphs` rebuilds values between subgraphs as llm-compressor's cache does. That cost is per
+subgraph, not per FLOP, so it shrinks relative to real layer sizes, and it does not grow with the
+depth. The second table shows the chain without the cache, as it runs in calibration, and the
+checks' share of that chain.
 """
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 import inspect
 from dataclasses import dataclass, field
@@ -146,7 +147,11 @@ class _Rewrite(cst.CSTTransformer):
         return kept.with_changes(lpar=[cst.LeftParen(), *kept.lpar], rpar=[*kept.rpar, cst.RightParen()])
 
 
+@functools.lru_cache(maxsize=4096)
 def _code(node: cst.CSTNode) -> str:
+    """A node's source. libcst nodes are immutable and hash by identity: an unrolled loop's body gives the same
+    nodes for every layer, and a second emission the same again (the cache holds the nodes it keys, so an id
+    is never reused while cached)."""
     return cst.Module(body=[]).code_for_node(node)
 
 

@@ -210,7 +210,7 @@ class Subgraph:
             if value is not _MISSING and scope.get(alias, _MISSING) is not value:
                 scope[alias] = value
         unpacked = inputs  # alive while copied: the memo is keyed by id
-        memo = _Memo()
+        memo: dict = {}
         written: dict = {}
         if self.written_inputs:  # copied first, so that a tensor input they hold shares their copy
             unpacked = {k: _unpack(v) if _kind(type(v)) > _TENSOR_KIND else v for k, v in inputs.items()}
@@ -275,7 +275,7 @@ class Subgraph:
             values[k] = fresh = v if _untouched(v, memo) else _fresh(v, memo)
             if fresh is not inputs[k]:
                 changed.append(k)
-        if memo.opened:  # items copied while it runs must not become second copies of a tensor shared here
+        if _OPENED in memo:  # items copied while it runs must not become second copies of a tensor shared here
             for _, tensor in shared:
                 memo.setdefault(id(tensor), tensor)
         emptied = []  # the scopes shared: what the run puts in their containers moves to a new scope after it
@@ -311,7 +311,7 @@ class Subgraph:
                 if scope is not None:
                     values[k] = scope
                     changed.append(k)
-            if memo.opened:
+            if _OPENED in memo:
                 _close(memo)
                 for k, v in later:  # passed as they came: they take the copies made while it ran
                     if values[k] is v and not _untouched(v, memo):
@@ -717,23 +717,17 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
             kind = _kind(type(v))
             if kind == _ATOM:  # an atom is the very object copy.copy put there
                 continue
-            if kind == _LIST and type(memo) is _Memo and id(v) not in memo and eligible(v, _plain_item):
+            if kind == _LIST and id(v) not in memo and eligible(v, _plain_item):
                 memo[id(v)] = CopiedOnRead(v, functools.partial(_fresh, memo=memo, held=True))
             attributes[k] = fresh = _fresh(v, memo, True)
             if type(fresh) is CopiedOnRead:
-                memo.opened.append((out, k, fresh))
+                memo.setdefault(_OPENED, []).append((out, k, fresh))
     return out
 
 
-class _Memo(dict):
-    """The copies made in one run, by the id of what they copy; `opened`: (owner, attribute, list) of each
-    `CopiedOnRead` given to an object copied in it."""
-
-    __slots__ = ("opened",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.opened: list = []
+_OPENED = "opened"
+"""The one key of a run's memo that is not an id: (owner, attribute, list) of each `CopiedOnRead` given to an
+object copied in the run."""
 
 
 def _plain_item(cls: type) -> bool:
@@ -741,16 +735,15 @@ def _plain_item(cls: type) -> bool:
     return _kind(cls) == _OBJECT and _plain_object(cls)
 
 
-def _close(memo: _Memo) -> None:
+def _close(memo: dict) -> None:
     """After a run: each `CopiedOnRead` stops copying, and its owners hold a plain list of its items."""
     plain: dict = {}
-    for owner, name, lazy in memo.opened:
+    for owner, name, lazy in memo.pop(_OPENED):
         if id(lazy) not in plain:
             plain[id(lazy)] = memo[id(lazy.source)] = lazy.close()
         attributes = vars(owner)
         if attributes.get(name) is lazy:
             attributes[name] = plain[id(lazy)]
-    memo.opened.clear()
 
 
 def _as_cached(value: Any, clone: bool = False) -> Any:

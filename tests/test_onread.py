@@ -58,8 +58,27 @@ def test_items_appended_are_not_copied_and_close_stops_copying():
     added = _Item(7)
     lazy.append(added)
     assert lazy[4] is added and not copies
-    plain = lazy.close()
+    plain = lazy.close({}, escaped=False)
     assert type(plain) is list and plain[0] is source[0] and lazy[1] is source[1] and not copies
+
+
+def test_close_puts_copies_made_through_another_name_in_their_slots_and_copies_all_of_an_escaped_list():
+    source, copies, lazy = _list()
+    elsewhere = _Item(1)
+    plain = lazy.close({id(source[1]): elsewhere}, escaped=False)
+    assert plain[1] is elsewhere and plain[0] is source[0] and not copies
+    source, copies, lazy = _list()
+    plain = lazy.close({}, escaped=True)
+    assert len(copies) == 4 and not set(map(id, plain)) & set(map(id, source)) and list.copy(lazy) == plain
+
+
+def test_both_sides_of_a_concatenation_and_a_membership_test_see_copies():
+    (source, _, left), (other, _, right) = _list(), _list()
+    assert not set(map(id, left + right)) & set(map(id, source + other))
+    source, _, lazy = _list()
+    assert source[1] not in lazy and lazy.count(source[1]) == 0  # compared with the copies, which are others
+    with pytest.raises(TypeError):
+        (0,) + lazy
 
 
 def test_only_lists_of_accepted_classes_are_eligible():
@@ -121,3 +140,35 @@ def test_an_input_carried_past_the_code_takes_the_copy_of_a_tensor_a_layer_read_
     out = sg.forward(torch.nn.Module(), cache=cache, held=keys)
     assert out["held"] is out["cache"].layers[0].keys and out["held"] is not keys
     assert torch.equal(out["held"], torch.full((1, 1, 2, 4), 2.0)) and torch.equal(keys, torch.ones(1, 1, 2, 4))
+
+
+def test_a_layer_written_through_another_name_is_the_one_the_output_cache_holds():
+    """A layer bound to a name of its own before a cut (`cache_layer = past_key_values.layers[i]`, written in a
+    later subgraph that never reads the list): the output cache holds the copy the code wrote."""
+    cache = _dynamic_cache(3)
+    sg = _subgraph("layer.keys = layer.keys * 2\nreturn {'y': 1, 'cache': cache, 'layer': layer}",
+                   inputs=("cache", "layer"), outputs=("y", "cache", "layer"), passed_through={"cache", "layer"})
+    for order in (("cache", "layer"), ("layer", "cache")):
+        given = {"cache": cache, "layer": cache.layers[0]}
+        out = sg.forward(torch.nn.Module(), **{k: given[k] for k in order})
+        assert out["cache"].layers[0] is out["layer"] is not cache.layers[0]
+        assert torch.equal(out["layer"].keys, torch.full((1, 1, 2, 4), 2.0)) and torch.equal(cache.layers[0].keys,
+                                                                                             torch.ones(1, 1, 2, 4))
+        assert out["cache"].layers[1] is cache.layers[1]
+
+
+def test_a_list_the_code_keeps_elsewhere_stays_one_list_and_a_later_subgraph_copies_what_it_writes():
+    """Subgraph 1 keeps the cache's list under a second object; subgraph 2 writes a layer through that one. Both
+    names hold one list after subgraph 1, and neither run changes subgraph 1's input."""
+    cache = _dynamic_cache(3)
+    layer2 = cache.layers[2]
+    first = _subgraph("alias = cache.__class__.__new__(cache.__class__)\nalias.__dict__.update(vars(cache))\n"
+                      "cache.update(x, x, 0)\nreturn {'cache': cache, 'alias': alias, 'x': x}",
+                      inputs=("cache", "x"), outputs=("cache", "alias", "x"), passed_through={"cache", "x"})
+    out = first.forward(torch.nn.Module(), cache=cache, x=torch.ones(1, 1, 1, 4))
+    assert out["alias"].layers is out["cache"].layers and out["cache"].layers[2] is not layer2
+    second = Subgraph(index=2, source="def subgraph_2(model, alias, x):\n    k, v = alias.update(x, x, 2)\n"
+                      "    return {'y': k.shape[-2]}\n", input_names={"alias", "x"}, output_names={"y"},
+                      consumed_names=set(), targets=[], filename="<test onread subgraph 2>")
+    result = run_chain(torch.nn.Module(), [first, second], {"cache": cache, "x": torch.ones(1, 1, 1, 4)}, twice=True)
+    assert result["y"] == 3 and layer2.keys.shape[-2] == 2 and cache.layers[2] is layer2

@@ -4,16 +4,21 @@ A subgraph copies what its inputs hold in objects before it runs, so that a seco
 inputs starts from the same state. A cache holds one object per layer in a list (`DynamicCache.layers`),
 and a subgraph reads one or two of them: copying every item every time makes the copying grow with
 the depth, and a chain with the square of it. `CopiedOnRead` stands in for such a list while the
-subgraph runs. It holds the original items; an item read from it (by index, slice, iteration, `pop`)
-is copied then, by the copy function the run gives it (which shares one memo with the rest of the
-run, so an object reached another way is one copy), and the copy takes its slot. Any other change to
-the list's order or content first copies every item still original. An item nothing reads stays the
-original, shared by the input and the output: no run changed it.
+subgraph runs. It holds the original items; an item read from it (by index, slice, iteration, `pop`,
+`in`, a comparison, `+`) is copied then, by the copy function the run gives it (which shares one memo
+with the rest of the run, so an object reached another way is one copy), and the copy takes its slot.
+Any change that could move an item to another slot first copies every item still original. An item
+nothing reads stays the original, shared by the input and the output: no run changed it.
 
-Only lists of plain Python objects get one (`eligible`). A C function reads a list subclass's slots
-directly, past `__getitem__`: a list of tensors could be written in place that way (`torch._foreach_*`),
-but a C function can't change a Python object behind its methods. After the run, `close` puts a plain
-list with the same items back in the owner.
+Only lists of plain Python objects get one (`eligible`): CPython's own fast paths (`list(x)`, unpacking,
+`sorted`, `extend`) take a list subclass through its iterator, but a C function that reads the slots
+directly could write a tensor item in place (`torch._foreach_*`); a Python object it can only hand back.
+The one such reader in the standard library is `heapq`, which hands back an original item: a list of
+cache layers is not a heap.
+
+After the run, `close` puts each copy made through another name into its item's slot, and the owner
+gets a plain list with the same items, unless the code kept the list elsewhere: then every item is
+copied and the list stays where it is, so both names still hold one list.
 """
 
 from __future__ import annotations
@@ -69,17 +74,36 @@ class CopiedOnRead(list):
                 yield self._item(index)
             index -= 1
 
-    def __radd__(self, other: Any) -> Any:  # `[...] + this`: a list's own `+` would read the slots
+    def __add__(self, other: Any) -> Any:  # a list's own `+` would read the slots of both
+        if not isinstance(other, list):
+            return NotImplemented
+        self._all()
+        return list.copy(self) + list(other)
+
+    def __radd__(self, other: Any) -> Any:  # `[...] + this`
+        if not isinstance(other, list):
+            return NotImplemented
         self._all()
         return list(other) + list.copy(self)
 
     def __reduce_ex__(self, protocol: Any) -> Any:  # copy and pickle: a plain list of the copies
         self._all()
-        return list, (list(list.__iter__(self)),)
+        return list, (list.copy(self),)
 
-    def close(self) -> list:
-        """Stop copying; a plain list of the items as they are now."""
+    def close(self, copies: dict, escaped: bool) -> list:
+        """Stop copying; a plain list of the items as they are now.
+
+        `copies` maps the id of each object copied in the run to its copy: an item copied through another
+        name (a layer bound to a local before the cut) takes its copy's slot, as one eager copy would have
+        put it there. With `escaped` (the code kept the list somewhere else), every item still original is
+        copied first: the list outlives the run, and nothing would copy on a later read."""
+        if escaped:
+            self._all()
         self._open = False
+        for index, item in enumerate(list.copy(self)):
+            copied = copies.get(id(item))
+            if copied is not None and copied is not item:
+                list.__setitem__(self, index, copied)
         return list.copy(self)
 
 
@@ -94,10 +118,11 @@ def _copying_all_first(name: str) -> Callable:
     return wrapper
 
 
-# every other method that gives items out, or could move one to another slot (`append` and the length
-# can't; comparisons and `in` only compare)
-for _name in ("__setitem__", "__delitem__", "__add__", "__iadd__", "__mul__", "__rmul__", "__imul__",
-              "copy", "extend", "insert", "pop", "remove", "reverse", "sort"):
+# every other method that reads the slots themselves (items given out, compared, shown) or could move an
+# item to another slot (`append` and the length can't)
+for _name in ("__setitem__", "__delitem__", "__iadd__", "__mul__", "__rmul__", "__imul__", "copy", "extend", "insert",
+              "pop", "remove", "reverse", "sort", "__contains__", "count", "index", "__eq__", "__ne__", "__lt__",
+              "__le__", "__gt__", "__ge__", "__repr__"):
     setattr(CopiedOnRead, _name, _copying_all_first(_name))
 del _name
 

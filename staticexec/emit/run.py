@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import linecache
 import operator
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -237,15 +238,14 @@ class Subgraph:
                 values[k] = fresh
                 if fresh is not v:
                     changed.append(k)
-                elif checked:
+                else:
                     shared.append((k, v))
                 continue
             if kind == _TUPLE and k not in carried and k not in written and _flat_shared(v, memo):
                 values[k] = v  # tensors and atoms only, none copied here: passed as it is, its tensors checked
                 if v is not inputs[k]:
                     changed.append(k)
-                if checked:
-                    shared += [(k, t) for t in v if _kind(type(t)) == _TENSOR_KIND]
+                shared += [(k, t) for t in v if _kind(type(t)) == _TENSOR_KIND]
                 continue
             if kind == _SCOPE and k not in carried and k not in written and _publishes_empty(v):
                 scopes.append((k, v))  # shared, and emptied again after the run (below)
@@ -266,7 +266,7 @@ class Subgraph:
                 values[k] = v
             else:
                 values[k] = fresh = _fresh(v, memo)
-                if checked and type(fresh) is tuple:
+                if type(fresh) is tuple:
                     shared += [(k, t) for t in _tuple_tensors(fresh, v)]
             if values[k] is not inputs[k]:
                 changed.append(k)
@@ -286,7 +286,7 @@ class Subgraph:
             else:
                 values[k] = v
                 emptied.append(k)
-        versions = _versions(shared)
+        versions = _versions(shared) if checked else None
         entered: list = []
         token = ENTERED.set(entered if checked else None)
         recorder = handle = None
@@ -624,8 +624,8 @@ def _kind(cls: type) -> int:
     elif issubclass(cls, _atom_types()):
         kind = _ATOM
     else:
-        kind = {tuple: _TUPLE, frozenset: _FROZENSET, list: _LIST, dict: _DICT, set: _SET, WrapperState: _STATE,
-                WrapperScope: _SCOPE}.get(cls, _OBJECT)
+        kind = {tuple: _TUPLE, frozenset: _FROZENSET, list: _LIST, CopiedOnRead: _LIST, dict: _DICT, set: _SET,
+                WrapperState: _STATE, WrapperScope: _SCOPE}.get(cls, _OBJECT)
     return kind
 
 
@@ -736,14 +736,21 @@ def _plain_item(cls: type) -> bool:
 
 
 def _close(memo: dict) -> None:
-    """After a run: each `CopiedOnRead` stops copying, and its owners hold a plain list of its items."""
-    plain: dict = {}
-    for owner, name, lazy in memo.pop(_OPENED):
-        if id(lazy) not in plain:
-            plain[id(lazy)] = memo[id(lazy.source)] = lazy.close()
-        attributes = vars(owner)
-        if attributes.get(name) is lazy:
-            attributes[name] = plain[id(lazy)]
+    """After a run: each `CopiedOnRead` stops copying, and its owners hold a plain list of its items. One the
+    code kept elsewhere (an alias of its owner, an iterator, an output, a frame held by an exception) stays
+    where it is, every item copied, so both names hold one list, as they did."""
+    entries = memo.pop(_OPENED)
+    while entries:
+        owner, name, lazy = entries.pop()
+        owners = [(o, n) for o, n, other in entries if other is lazy] + [(owner, name)]
+        entries[:] = [entry for entry in entries if entry[2] is not lazy]
+        owners = [(o, n) for o, n in owners if vars(o).get(n) is lazy]
+        # what the run itself holds of it: the memo's entry, its owners' attributes, `lazy` and getrefcount's argument
+        escaped = sys.getrefcount(lazy) > 3 + len(owners)
+        plain = lazy.close(memo, escaped)
+        kept = memo[id(lazy.source)] = lazy if escaped else plain
+        for o, n in owners:
+            vars(o)[n] = kept
 
 
 def _as_cached(value: Any, clone: bool = False) -> Any:

@@ -740,13 +740,15 @@ def _close(memo: dict) -> None:
     code kept elsewhere (an alias of its owner, an iterator, an output, a frame held by an exception) stays
     where it is, every item copied, so both names hold one list, as they did."""
     entries = memo.pop(_OPENED)
+    alone = object()
+    base = sys.getrefcount(alone)  # what a local and getrefcount's argument count, on this interpreter
     while entries:
         owner, name, lazy = entries.pop()
         owners = [(o, n) for o, n, other in entries if other is lazy] + [(owner, name)]
         entries[:] = [entry for entry in entries if entry[2] is not lazy]
         owners = [(o, n) for o, n in owners if vars(o).get(n) is lazy]
-        # what the run itself holds of it: the memo's entry, its owners' attributes, `lazy` and getrefcount's argument
-        escaped = sys.getrefcount(lazy) > 3 + len(owners)
+        # what the run itself holds of it besides a local's count: the memo's entry and its owners' attributes
+        escaped = sys.getrefcount(lazy) > base + 1 + len(owners)
         plain = lazy.close(memo, escaped)
         kept = memo[id(lazy.source)] = lazy if escaped else plain
         for o, n in owners:

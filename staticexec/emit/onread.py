@@ -13,12 +13,12 @@ nothing reads stays the original, shared by the input and the output: no run cha
 Only lists of plain Python objects get one (`eligible`): CPython's own fast paths (`list(x)`, unpacking,
 `sorted`, `extend`) take a list subclass through its iterator, but a C function that reads the slots
 directly could write a tensor item in place (`torch._foreach_*`); a Python object it can only hand back.
-The one such reader in the standard library is `heapq`, which hands back an original item: a list of
-cache layers is not a heap.
+In the standard library, `heapq` and `operator.concat` read the slots that way and hand back an original
+item: a list of cache layers is neither a heap nor concatenated through `operator`.
 
-After the run, `close` puts each copy made through another name into its item's slot, and the owner
-gets a plain list with the same items, unless the code kept the list elsewhere: then every item is
-copied and the list stays where it is, so both names still hold one list.
+After the run (`staticexec.emit.run`), a list the code kept elsewhere copies every item and stays where
+it is, so both names still hold one list; then each list puts each copy made through another name into
+its item's slot (`close`), and the owner of a list not kept gets a plain list with the same items.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class CopiedOnRead(list):
                 list.__setitem__(self, index, item)
         return item
 
-    def _all(self) -> None:
+    def copy_all(self) -> None:
         """Copy every item still original (before a change that could move one to another slot)."""
         if self._open:
             for index in range(list.__len__(self)):
@@ -77,29 +77,26 @@ class CopiedOnRead(list):
     def __add__(self, other: Any) -> Any:  # a list's own `+` would read the slots of both
         if not isinstance(other, list):
             return NotImplemented
-        self._all()
+        self.copy_all()
         return list.copy(self) + list(other)
 
-    def __radd__(self, other: Any) -> Any:  # `[...] + this`
-        if not isinstance(other, list):
-            return NotImplemented
-        self._all()
-        return list(other) + list.copy(self)
+    def __radd__(self, other: Any) -> Any:  # `[...] + this`, `plain += this`: a list's own, on the copies
+        self.copy_all()
+        return NotImplemented
 
     def __reduce_ex__(self, protocol: Any) -> Any:  # copy and pickle: a plain list of the copies
-        self._all()
+        self.copy_all()
         return list, (list.copy(self),)
 
-    def close(self, copies: dict, escaped: bool) -> list:
+    def close(self, copies: dict) -> list:
         """Stop copying; a plain list of the items as they are now.
 
         `copies` maps the id of each object copied in the run to its copy: an item copied through another
         name (a layer bound to a local before the cut) takes its copy's slot, as one eager copy would have
-        put it there. With `escaped` (the code kept the list somewhere else), every item still original is
-        copied first: the list outlives the run, and nothing would copy on a later read."""
-        if escaped:
-            self._all()
+        put it there. A list the code kept elsewhere copies every item first (`copy_all`): it outlives the
+        run, and nothing would copy on a later read."""
         self._open = False
+        self._copy = self.source = None  # (the run's memo and the input's list: not kept alive by one that outlives it)
         for index, item in enumerate(list.copy(self)):
             copied = copies.get(id(item))
             if copied is not None and copied is not item:
@@ -111,7 +108,7 @@ def _copying_all_first(name: str) -> Callable:
     method = getattr(list, name)
 
     def wrapper(self: CopiedOnRead, *args: Any, **kwargs: Any) -> Any:
-        self._all()
+        self.copy_all()
         return method(self, *args, **kwargs)
 
     wrapper.__name__ = wrapper.__qualname__ = name

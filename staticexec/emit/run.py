@@ -278,6 +278,7 @@ class Subgraph:
         if _OPENED in memo:  # items copied while it runs must not become second copies of a tensor shared here
             for _, tensor in shared:
                 memo.setdefault(id(tensor), tensor)
+            memo[_RUNNING] = True
         emptied = []  # the scopes shared: what the run puts in their containers moves to a new scope after it
         for k, v in scopes:
             if memo and (id(v) in memo or any(id(c) in memo for c in v.context.values())):
@@ -717,7 +718,7 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
             kind = _kind(type(v))
             if kind == _ATOM:  # an atom is the very object copy.copy put there
                 continue
-            if kind == _LIST and id(v) not in memo and eligible(v, _plain_item):
+            if kind == _LIST and id(v) not in memo and _RUNNING not in memo and eligible(v, _plain_item):
                 memo[id(v)] = CopiedOnRead(v, functools.partial(_fresh, memo=memo, held=True))
             attributes[k] = fresh = _fresh(v, memo, True)
             if type(fresh) is CopiedOnRead:
@@ -725,9 +726,10 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
     return out
 
 
-_OPENED = "opened"
-"""The one key of a run's memo that is not an id: (owner, attribute, list) of each `CopiedOnRead` given to an
-object copied in the run."""
+_OPENED, _RUNNING = "opened", "running"
+"""The keys of a run's memo that are not ids: (owner, attribute, list) of each `CopiedOnRead` given to an
+object copied in the run; and, once its code runs, that it runs (an item copied on read, or anything copied
+after, is copied whole: a list opened then could be reached only through one the code may keep)."""
 
 
 def _plain_item(cls: type) -> bool:
@@ -736,26 +738,36 @@ def _plain_item(cls: type) -> bool:
 
 
 def _close(memo: dict) -> None:
-    """After a run: each `CopiedOnRead` stops copying, and its owners hold a plain list of its items. One the
-    code kept elsewhere (an alias of its owner, an iterator, an output, a frame held by an exception) stays
-    where it is, every item copied, so both names hold one list, as they did.
+    """After a run: each `CopiedOnRead` stops copying, and its owners hold a plain list of its items.
 
-    Every kept list copies its items first (which may open lists in the copies, never seen by the code);
-    only then does each list take the copies made through other names, so an item two lists hold is one
-    copy in both."""
+    A list the code kept elsewhere (an alias of its owner, an iterator, an output, a frame held by an
+    exception) copies every item and stays where it is, so both names hold one list; so does one that the
+    copies made for such a list reach, until no more are found. Only then does each list take the copies
+    made through other names, so an item two lists hold is one copy in both. No list is opened after the
+    run starts (`_RUNNING`): what is copied from then on is copied whole."""
     alone = object()
     base = sys.getrefcount(alone)  # what a local and getrefcount's argument count, on this interpreter
-    lists: list = []
-    while _OPENED in memo:
-        for entry in _opened(memo):
-            lazy = entry[0]
-            # what the run itself holds of it besides a local's count: the memo's entry, `entry`, its owners' attributes
-            entry.append(sys.getrefcount(lazy) > base + 2 + len(entry[1]))
+    lists: dict = {}  # id -> [list, its owners that hold it, kept]
+    for owner, name, lazy in memo.pop(_OPENED):
+        lists.setdefault(id(lazy), [lazy, [], False])[1].append((owner, name))
+    del lazy
+    for entry in lists.values():
+        entry[1] = [(o, n) for o, n in entry[1] if vars(o).get(n) is entry[0]]
+    found = True
+    while found:
+        found = False
+        for entry in lists.values():
             if entry[2]:
+                continue
+            lazy = entry[0]
+            # besides a local's count: the memo's entry, `entry`, its owners' attributes, and what copies made
+            # for a kept list (owners registered again under _OPENED) hold
+            if sys.getrefcount(lazy) > base + 2 + len(entry[1]):
+                entry[2] = found = True
                 lazy.copy_all()
-            lists.append(entry)
             del lazy
-    for lazy, owners, kept in lists:
+    memo.pop(_OPENED, None)
+    for lazy, owners, kept in lists.values():
         source = lazy.source
         plain = lazy.close(memo)
         memo[id(source)] = lazy if kept else plain
@@ -764,67 +776,22 @@ def _close(memo: dict) -> None:
                 vars(owner)[name] = plain
 
 
-def _opened(memo: dict) -> list:
-    """The lists copied on read opened since the last call, each [list, its owners that hold it]."""
-    grouped: dict = {}
-    for owner, name, lazy in memo.pop(_OPENED):
-        grouped.setdefault(id(lazy), [lazy, []])[1].append((owner, name))
-    return [[lazy, [(o, n) for o, n in owners if vars(o).get(n) is lazy]] for lazy, owners in grouped.values()]
-
-
-def _as_cached(value: Any) -> Any:
+def _as_cached(value: Any, clone: bool = False) -> Any:
     """What llm-compressor's IntermediatesCache gives back for a value it stored: containers and
-    dataclasses rebuilt, dict subclasses as plain dicts, anything else as it is."""
+    dataclasses rebuilt, dict subclasses as plain dicts, anything else as it is. With `clone`, the
+    tensors are copies too (a snapshot to compare with later)."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return value
+        return value.clone() if clone else value
     if isinstance(value, list):
-        return [_as_cached(v) for v in value]
+        return [_as_cached(v, clone) for v in value]
     if isinstance(value, tuple):
-        return tuple(_as_cached(v) for v in value)
+        return tuple(_as_cached(v, clone) for v in value)
     if isinstance(value, dict):
-        return {k: _as_cached(v) for k, v in value.items()}
+        return {k: _as_cached(v, clone) for k, v in value.items()}
     if dataclasses.is_dataclass(value):  # a dataclass type too, as the cache does
-        return type(value)(**{f.name: _as_cached(getattr(value, f.name)) for f in dataclasses.fields(value)})
-    return value
-
-
-@dataclass(eq=False)
-class _Attributes:
-    """A plain object's attributes as a snapshot holds them (`_snapshot`)."""
-
-    cls: type
-    items: dict
-
-
-def _snapshot(value: Any, memo: dict | None = None) -> Any:
-    """An input as it is now, to compare with after a run: tensors cloned, containers and dataclasses
-    rebuilt, plain objects (a cache, its layers) by their attributes; one snapshot per object."""
-    import torch
-
-    memo = {} if memo is None else memo
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    key = id(value)
-    if key in memo:
-        return memo[key]
-    if isinstance(value, list):
-        out = memo[key] = []
-        out.extend(_snapshot(v, memo) for v in value)
-        return out
-    if isinstance(value, tuple):
-        return tuple(_snapshot(v, memo) for v in value)
-    if isinstance(value, dict):
-        out = memo[key] = {}
-        out.update((k, _snapshot(v, memo)) for k, v in value.items())
-        return out
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return type(value)(**{f.name: _snapshot(getattr(value, f.name), memo) for f in dataclasses.fields(value)})
-    if _kind(type(value)) == _OBJECT and _plain_object(type(value)):
-        out = memo[key] = _Attributes(type(value), {})
-        out.items.update((k, _snapshot(v, memo)) for k, v in vars(value).items())
-        return out
+        return type(value)(**{f.name: _as_cached(getattr(value, f.name), clone) for f in dataclasses.fields(value)})
     return value
 
 
@@ -853,7 +820,7 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
                                 "subgraph provide")
         args = {k: values[k] for k in sg.input_names}
         if twice:
-            kept = {k: _snapshot(v) for k, v in args.items()}
+            kept = {k: _as_cached(v, clone=True) for k, v in args.items()}
             first = sg.forward(model, **args)
             _check_unchanged(sg, kept, args)
             if before is not None:
@@ -880,43 +847,25 @@ def _check_unchanged(sg: Subgraph, kept: dict, args: dict) -> None:
                                 "run of it, and any later subgraph, would see the changed value")
 
 
-def _differs(a: Any, b: Any, where: str = "", seen: set | None = None) -> str:
-    """'' when two values are equal: tensors exactly, containers element by element, plain objects (or a
-    snapshot's `_Attributes` and the object) attribute by attribute; each pair compared once."""
+def _differs(a: Any, b: Any, where: str = "") -> str:
+    """'' when two values are equal: tensors exactly, containers element by element."""
     import torch
 
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         same = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
             and a.dtype == b.dtype and torch.equal(a, b)
         return "" if same else where or "a tensor"
-    if a is b:
-        return ""
-    seen = set() if seen is None else seen
-    if (id(a), id(b)) in seen:
-        return ""
-    seen.add((id(a), id(b)))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
             return where or "a sequence"
-        return next((d for d in (_differs(x, y, f"{where}[{i}]", seen) for i, (x, y) in enumerate(zip(a, b))) if d), "")
+        return next((d for d in (_differs(x, y, f"{where}[{i}]") for i, (x, y) in enumerate(zip(a, b))) if d), "")
     if isinstance(a, dict) and isinstance(b, dict):
         if a.keys() != b.keys():
             return where or "a mapping"
-        return next((d for d in (_differs(a[k], b[k], f"{where}[{k!r}]", seen) for k in a) if d), "")
+        return next((d for d in (_differs(a[k], b[k], f"{where}[{k!r}]") for k in a) if d), "")
     if dataclasses.is_dataclass(a) and dataclasses.is_dataclass(b) and not isinstance(a, type):
-        return _differs(vars(a), vars(b), where, seen)
-    if type(a) is _Attributes or _kind(type(a)) == _OBJECT and _plain_object(type(a)):
-        cls, items = (a.cls, a.items) if type(a) is _Attributes else (type(a), vars(a))
-        if type(b) is not cls:
-            return where or f"a {cls.__name__}"
-        return _attributes_differ(items, vars(b), where, seen)
+        return _differs(vars(a), vars(b), where)
     return ""
-
-
-def _attributes_differ(a: dict, b: dict, where: str, seen: set) -> str:
-    if a.keys() != b.keys():
-        return f"{where} (its attributes)" if where else "an object's attributes"
-    return next((d for d in (_differs(a[k], b[k], f"{where}.{k}", seen) for k in a) if d), "")
 
 
 def run_subgraphs(model: Any, subgraphs: list[Subgraph], inputs: dict) -> Any:

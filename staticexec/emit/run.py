@@ -241,12 +241,15 @@ class Subgraph:
                 else:
                     shared.append((k, v))
                 continue
-            if kind == _TUPLE and k not in carried and k not in written and _flat_shared(v, memo):
-                values[k] = v  # tensors and atoms only, none copied here: passed as it is, its tensors checked
-                if v is not inputs[k]:
-                    changed.append(k)
-                shared += [(k, t) for t in v if _kind(type(t)) == _TENSOR_KIND]
-                continue
+            if kind == _TUPLE and k not in carried and k not in written:
+                tensors = _flat_shared(v, memo)
+                if tensors is not None:
+                    values[k] = v  # tensors and atoms only, none copied here: passed as it is, its tensors checked
+                    if v is not inputs[k]:
+                        changed.append(k)
+                    for t in tensors:
+                        shared.append((k, t))
+                    continue
             if kind == _SCOPE and k not in carried and k not in written and _publishes_empty(v):
                 scopes.append((k, v))  # shared, and emptied again after the run (below)
                 continue
@@ -510,14 +513,17 @@ def _emptied(scope: WrapperScope) -> WrapperScope | None:
     return WrapperScope(context, [])
 
 
-def _flat_shared(value: tuple, memo: dict) -> bool:
-    """Whether a tuple holds only tensors and atoms, none of them copied in this run (so `_fresh` would give it
-    back as it is): `position_embeddings`, passed to every layer."""
+def _flat_shared(value: tuple, memo: dict) -> list | None:
+    """The tensors of a tuple that holds only tensors and atoms, none of them copied in this run (so `_fresh`
+    would give it back as it is): `position_embeddings`, passed to every layer. None for any other tuple."""
+    tensors = []
     for v in value:
         kind = _kind(type(v))
         if kind != _TENSOR_KIND and kind != _ATOM or memo and id(v) in memo:
-            return False
-    return True
+            return None
+        if kind == _TENSOR_KIND:
+            tensors.append(v)
+    return tensors
 
 
 def _versions(shared: list) -> list:

@@ -8,7 +8,8 @@ For a tiny Llama (hidden 64, as benchmarks/emit_and_run.py) at each depth:
 
 - trace: llm-compressor's `trace_subgraphs` (torch.fx), and staticexec's `trace_subgraphs` from the plan
   shipped for the installed transformers (plan loaded and checked, emission, compile), both called as
-  the sequential pipeline calls them, before its calibration context; medians;
+  the sequential pipeline calls them, before its calibration context; medians, each trace timed after a
+  garbage collection (so neither pays for what the other or the chains before it left);
 - forward: `model(**batch)`;
 - chain: each backend's subgraphs run as the pipeline runs them, through its `IntermediatesCache`
   (fetch the subgraph's inputs, `forward`, update, delete the consumed names), one pass.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import platform
 import statistics
@@ -61,7 +63,9 @@ def pipeline_chain(model, subgraphs, batch) -> None:
             cache.delete(0, subgraph.consumed_names)
 
 
-def timed(fn) -> float:
+def timed(fn, collect: bool = False) -> float:
+    if collect:
+        gc.collect()
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
@@ -78,14 +82,14 @@ def measure(layers: int, repeat: int, use_cache: bool) -> dict:
     torch.manual_seed(1)
     batch = {"input_ids": torch.randint(3, 256, (2, 16)), "attention_mask": torch.ones(2, 16, dtype=torch.long)}
     targets, ignore = ["LlamaDecoderLayer"], DatasetArguments().tracing_ignore
-    traces = max(3, repeat // 20)
+    traces = max(5, repeat // 10)
     fx_trace, sx_trace = [], []
     for i in range(traces):  # alternating which goes first
         for backend in (("fx", "sx") if i % 2 == 0 else ("sx", "fx")):
             if backend == "fx":
-                fx_trace.append(timed(lambda: helpers.trace_subgraphs(model, batch, targets, ignore)))
+                fx_trace.append(timed(lambda: helpers.trace_subgraphs(model, batch, targets, ignore), True))
             else:
-                sx_trace.append(timed(lambda: trace_subgraphs(model, batch, targets, ignore)))
+                sx_trace.append(timed(lambda: trace_subgraphs(model, batch, targets, ignore), True))
     fx = helpers.trace_subgraphs(model, batch, targets, ignore)
     sx = trace_subgraphs(model, batch, targets, ignore)
     runs = {"forward": lambda: model(**batch), "fx": lambda: pipeline_chain(model, fx, batch),
@@ -142,7 +146,7 @@ def report(rows: list[dict], args: argparse.Namespace) -> str:
     return f"""{BEGIN}
 Measured by `benchmarks/versus_tracer.py` in `.venv-client` (llm-compressor {_version("llmcompressor")},
 transformers {transformers.__version__}, torch {torch.__version__}, {platform.machine()}, one torch thread),
-median of {args.repeat} interleaved runs per depth (traces: median of {max(3, args.repeat // 20)}):
+median of {args.repeat} interleaved runs per depth (traces: median of {max(5, args.repeat // 10)}, each after a garbage collection):
 
 {HEADER}
 |{"---|" * 10}

@@ -177,8 +177,8 @@ ratios compare like with like.
   all the run-time checks of the chain together:
   - the target check (each subgraph enters exactly the target modules it was emitted for),
     with its hooks detached from the target modules (a target the subgraph's code calls is entered
-    through `call_target`, which records the entry and takes the hook off for the length of the
-    call when it is the module's only hook, so torch calls the module without its hook dispatch);
+    through `call_target`, which runs the hook without torch's hook dispatch when it is the
+    module's only hook);
   - the input version counters (a tensor input a subgraph changed in place raises `ContractError`);
   - the branch checks (`expect_branch`: each branch decided at emission is taken again);
   - the loop checks (`expect_loop`: an unrolled loop's iterable gives the same modules, in the

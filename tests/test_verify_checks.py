@@ -313,41 +313,6 @@ def test_a_target_called_through_call_target_is_recorded_as_torch_would_run_it()
         post.remove()
 
 
-class _OwnCall(nn.Linear):
-    """A module whose class has a `__call__` of its own (as transformers' GradientCheckpointingLayer)."""
-
-    calls = 0
-
-    def __call__(self, *args, **kwargs):
-        type(self).calls += 1
-        if kwargs.pop("fail", False):
-            raise ValueError("failed")
-        return super().__call__(*args, **kwargs)
-
-
-def test_call_target_runs_a_class_own_call_and_puts_the_tripwire_back_after_it_even_when_it_raises():
-    """The tripwire is off only while call_target's own call runs: the class's `__call__` runs, the entry is
-    recorded once, a second entry of the module after the call trips it again, and an exception leaves it on."""
-    model = _TwoLayers()
-    model.a = _OwnCall(3, 3)
-    install_tripwires([model.a])
-    hooks = dict(model.a._forward_pre_hooks)
-    x = torch.ones(1, 3)
-    right = _subgraph(1, "return {'y': _sx.call_target(model.a, x)}", targets=["a"], _globals={"_sx": runtime})
-    before = _OwnCall.calls
-    assert torch.equal(run_chain(model, [right], {"x": x}, twice=True)["y"], model.a.forward(x))
-    assert _OwnCall.calls == before + 2 and dict(model.a._forward_pre_hooks) == hooks
-    twice = _subgraph(1, "return {'y': model.a(_sx.call_target(model.a, x))}", targets=["a"],
-                      _globals={"_sx": runtime})
-    with pytest.raises(TargetMismatch):
-        run_chain(model, [twice], {"x": x})
-    failing = _subgraph(1, "return {'y': _sx.call_target(model.a, x, fail=True)}", targets=["a"],
-                        _globals={"_sx": runtime})
-    with pytest.raises(ValueError):
-        run_chain(model, [failing], {"x": x})
-    assert dict(model.a._forward_pre_hooks) == hooks
-
-
 def test_an_empty_collector_a_subgraph_adds_to_is_emptied_again_and_its_items_travel_in_a_new_scope():
     """A wrapper's scope that publishes an empty collector is shared, not copied: what the run adds goes to a
     scope of its own, and the collector given is empty again, so a second run on it adds the same once."""

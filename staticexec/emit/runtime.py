@@ -55,28 +55,36 @@ def tripwire(module: Any, args: Any) -> None:
         entered.append(module)
 
 
+@functools.lru_cache(maxsize=1)
+def _torch_call() -> tuple:
+    """torch's module module, `Module.__call__`, `Module._call_impl` and the tracing-state query, looked up once."""
+    import torch
+    from torch.nn.modules import module as torch_module
+
+    return torch_module, torch_module.Module.__call__, torch_module.Module._call_impl, torch._C._get_tracing_state
+
+
 def call_target(module: Any, *args: Any, **kwargs: Any) -> Any:
     """`module(*args, **kwargs)` for a target module the subgraph's code calls.
 
-    When the target check's tripwire is the module's one forward pre-hook, this records the entry itself and
-    takes the tripwire off for the length of the call: torch then calls the module as it calls one with no
-    hooks, rather than through its hook dispatch, and everything else (another hook, a global hook, a
-    `__call__` of the module's own class, compiling) runs as torch runs it. What the module enters in its
-    own call is part of this one call; any other watched module it enters still trips its own tripwire."""
+    When the only hook torch would run for it is the target check's tripwire (no other hook on it, no global
+    hook, not compiled or traced, `__call__` torch's own), this runs the tripwire and then the forward as
+    torch's call does without hooks: the same effect, without torch's per-call hook dispatch. Otherwise it
+    is the plain call."""
+    torch_module, module_call, call_impl, tracing = _torch_call()
     hooks = module._forward_pre_hooks
-    if len(hooks) != 1:
-        return module(*args, **kwargs)
-    key, hook = next(iter(hooks.items()))
-    if hook is not tripwire:
-        return module(*args, **kwargs)
-    entered = ENTERED.get()
-    if entered is not None:
-        entered.append(module)
-    del hooks[key]
-    try:
-        return module(*args, **kwargs)
-    finally:
-        hooks[key] = tripwire
+    if (len(hooks) == 1 and not module._forward_hooks and not module._backward_hooks and not module._backward_pre_hooks
+            and module._compiled_call_impl is None and not module._forward_pre_hooks_with_kwargs):
+        cls = type(module)
+        if (cls.__call__ is module_call and cls._call_impl is call_impl and next(iter(hooks.values())) is tripwire
+                and not (torch_module._global_forward_pre_hooks or torch_module._global_forward_hooks
+                         or torch_module._global_backward_pre_hooks or torch_module._global_backward_hooks)
+                and not tracing()):
+            entered = ENTERED.get()
+            if entered is not None:
+                entered.append(module)
+            return module.forward(*args, **kwargs)
+    return module(*args, **kwargs)
 
 
 class DecoratorMismatch(RuntimeError):

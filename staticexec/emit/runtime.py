@@ -72,11 +72,12 @@ def call_target(module: Any, *args: Any, **kwargs: Any) -> Any:
     torch's call does without hooks: the same effect, without torch's per-call hook dispatch. Otherwise it
     is the plain call."""
     torch_module, module_call, call_impl, tracing = _torch_call()
+    cls = type(module)
     hooks = module._forward_pre_hooks
-    if (len(hooks) == 1 and not module._forward_hooks and not module._backward_hooks and not module._backward_pre_hooks
-            and module._compiled_call_impl is None and not module._forward_pre_hooks_with_kwargs):
-        cls = type(module)
-        if (cls.__call__ is module_call and cls._call_impl is call_impl and next(iter(hooks.values())) is tripwire
+    if (cls.__call__ is module_call and len(hooks) == 1 and not module._forward_hooks and not module._backward_hooks
+            and not module._backward_pre_hooks and module._compiled_call_impl is None
+            and not module._forward_pre_hooks_with_kwargs):  # a class with its own `__call__` is called as it is
+        if (cls._call_impl is call_impl and next(iter(hooks.values())) is tripwire
                 and not (torch_module._global_forward_pre_hooks or torch_module._global_forward_hooks
                          or torch_module._global_backward_pre_hooks or torch_module._global_backward_hooks)
                 and not tracing()):
@@ -187,7 +188,8 @@ def _run_to_call(self: Any, kw: dict, decorator: Callable, fn: Callable, where: 
         changed = {v: context[v] for v in context if context_before.get(v, _ABSENT) is not context[v]}
         attributes = []
         for (obj, now), old in zip(watched, before):
-            if len(now) == len(old) and all(map(operator.is_, old.values(), now.values())) and list(old) == list(now):
+            if (len(now) == len(old) and all(map(operator.is_, old.values(), now.values()))
+                    and all(map(operator.eq, old, now))):
                 continue  # the same keys, in the same order, each holding the same object
             keys = [key for key, value in now.items() if old.get(key, _ABSENT) is not value]
             if len(now) - len(keys) != len(old):  # some attribute deleted

@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import importlib
+import types
 
 import pytest
 import torch
@@ -328,6 +329,53 @@ def test_an_empty_collector_a_subgraph_adds_to_is_emptied_again_and_its_items_tr
     assert scope.context[var] == {}
     assert out["scope"] is not scope and list(out["scope"].context[var]) == ["seen"]
     assert torch.equal(out["scope"].context[var]["seen"], torch.full((2,), 2.0))
+
+
+def _input_sets() -> list:
+    """Inputs of every kind the copying tells apart, each with the names its code never reads (carried) or
+    reads only as `**name` (spread): the first three need no copy, each of the others one."""
+    import contextvars
+
+    from staticexec.emit.run import Packed
+    from staticexec.emit.runtime import WrapperScope
+
+    var = contextvars.ContextVar("collector")
+    t, u = torch.ones(2), torch.zeros(2)
+    plain = {"a": None, "b": False, "c": 0, "t": t, "pair": (t, u), "scope": WrapperScope({var: {}}, []),
+             "none": None}
+    return [
+        (plain, set(), set()),
+        (dict(plain, kw={"flag": True}), set(), {"kw"}),  # spread, atoms only
+        (dict(plain, kw={}, labels=None, held=t, deep=([t], {"k": (u,)})), {"kw", "labels", "held", "deep"}, set()),
+        (dict(plain, kw={"x": t}), set(), {"kw"}),  # spread, but holding a tensor: copied
+        (dict(plain, kw={"flag": True}), set(), set()),  # a dict read as such: copied
+        (dict(plain, items=[t]), set(), set()),
+        (dict(plain, pair=(t, [u])), set(), set()),
+        (dict(plain, obj=types.SimpleNamespace(x=t)), set(), set()),
+        (dict(plain, held=types.SimpleNamespace(x=t)), {"held"}, set()),  # carried, but an object a copy may reach
+        (dict(plain, scope=WrapperScope({var: {"seen": [t]}}, [])), set(), set()),  # a collector added to
+        (dict(plain, scope=WrapperScope({}, [(nn.Linear(1, 1), "x", 1)])), set(), set()),  # attributes set
+        (dict(plain, out=Packed("builtins", "dict", {"x": t})), set(), set()),  # a packed mapping: rebuilt
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_input_sets())))
+def test_inputs_given_as_they_came_are_what_the_copying_decides(case):
+    """The shortcut for inputs that need no copying decides what the full copying decides: the same objects
+    given to the code, the same tensors checked, the same scopes emptied after the run; and it steps aside
+    (None) whenever the copying would copy, rebuild or unpack anything."""
+    from staticexec.emit.run import _as_given, _copied_inputs
+
+    inputs, carried, spread = _input_sets()[case]
+    sg = _subgraph(0, "return {}", inputs=tuple(inputs), carried_inputs=carried, spread_inputs=spread)
+    values, shared, changed, later, emptied, memo, _ = _copied_inputs(sg, dict(inputs))
+    copies = bool(memo) or changed or any(values[k] is not v for k, v in inputs.items())
+    given = _as_given(dict(inputs), carried, spread)
+    assert (given is None) is bool(copies) is (case >= 3), (given, changed)
+    if given is not None:
+        assert [(k, id(t)) for k, t in given[0]] == [(k, id(t)) for k, t in shared]
+        assert given[1] == emptied
+        assert all(values[k] is inputs[k] for k, _ in later)
 
 
 # ----- verify: statuses ---------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import linecache
 import operator
 import sys
 import traceback
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -210,86 +211,13 @@ class Subgraph:
             value = namespace.get(name, _MISSING)
             if value is not _MISSING and scope.get(alias, _MISSING) is not value:
                 scope[alias] = value
-        unpacked = inputs  # alive while copied: the memo is keyed by id
-        memo: dict = {}
-        written: dict = {}
-        if self.written_inputs:  # copied first, so that a tensor input they hold shares their copy
-            unpacked = {k: _unpack(v) if _kind(type(v)) > _TENSOR_KIND else v for k, v in inputs.items()}
-            written = {k: _fresh(unpacked[k], memo, True) for k in sorted(self.written_inputs)
-                       if not _views_another(unpacked[k], k, unpacked)}
         checked = _TRIPWIRES.get()
-        values = {}
-        shared: list = []  # (input, tensor) of the tensors shared, not copied: their versions are checked after the run
-        changed = []  # inputs given to the code as another object than they came as (copied or rebuilt)
-        carried = self.carried_inputs
-        later = []  # carried inputs, after those its code reads: they take their copies
-        scopes = []  # wrapper scopes whose published containers are empty: shared unless another input's copy holds one
-        kept = []  # the containers rebuilt here stay alive while copied: the memo is keyed by id
-        for k, v in unpacked.items():
-            kind = _kind(type(v))
-            if kind == _ATOM:  # never copied (what `_fresh` gives back for it is itself)
-                values[k] = v
-                continue
-            if kind == _TENSOR_KIND:
-                if k in carried:
-                    later.append((k, v))
-                    continue
-                fresh = written[k] if k in written else memo.get(id(v), v) if memo else v
-                values[k] = fresh
-                if fresh is not v:
-                    changed.append(k)
-                else:
-                    shared.append((k, v))
-                continue
-            if kind == _TUPLE and k not in carried and k not in written:
-                tensors = _flat_shared(v, memo)
-                if tensors is not None:
-                    values[k] = v  # tensors and atoms only, none copied here: passed as it is, its tensors checked
-                    if v is not inputs[k]:
-                        changed.append(k)
-                    for t in tensors:
-                        shared.append((k, t))
-                    continue
-            if kind == _SCOPE and k not in carried and k not in written and _publishes_empty(v):
-                scopes.append((k, v))  # shared, and emptied again after the run (below)
-                continue
-            if unpacked is inputs:  # a container or a packed mapping
-                fresh = _unpack(v)
-                if fresh is not v:
-                    kept.append(fresh)
-                    v = fresh
-                    kind = _kind(type(v))
-            if k in carried:  # (atoms and tensors were taken above: this is a container or an object)
-                later.append((k, v))
-                continue
-            if k in written:
-                values[k] = written[k]
-            elif kind == _DICT and k in self.spread_inputs and all(
-                    _kind(type(x)) == _ATOM for x in v.values()):  # spread (copied) by the call, holding no state
-                values[k] = v
-            else:
-                values[k] = fresh = _fresh(v, memo)
-                if type(fresh) is tuple:
-                    shared += [(k, t) for t in _tuple_tensors(fresh, v)]
-            if values[k] is not inputs[k]:
-                changed.append(k)
-        for k, v in later:
-            # never read here, so only a copy made of an object it shares with a read input can change it
-            values[k] = fresh = v if _untouched(v, memo) else _fresh(v, memo)
-            if fresh is not inputs[k]:
-                changed.append(k)
-        if _OPENED in memo:  # items copied while it runs must not become second copies of a tensor shared here
-            for _, tensor in shared:
-                memo.setdefault(id(tensor), tensor)
-            memo[_RUNNING] = True
-        emptied = []  # the scopes shared: what the run puts in their containers moves to a new scope after it
-        for k, v in scopes:
-            if memo and (id(v) in memo or any(id(c) in memo for c in v.context.values())):
-                values[k] = _fresh(v, memo)
-                changed.append(k)
-            else:
-                values[k] = v
-                emptied.append(k)
+        given = None if self.written_inputs else _as_given(inputs, self.carried_inputs, self.spread_inputs)
+        if given is not None:  # every input goes to the code as it came: nothing copied, nothing to reconcile
+            values, changed, later, memo, kept = inputs, [], [], {}, None
+            shared, emptied = given
+        else:
+            values, shared, changed, later, emptied, memo, kept = _copied_inputs(self, inputs)  # kept: alive while it runs
         versions = _versions(shared) if checked else None
         entered: list = []
         token = ENTERED.set(entered if checked else None)
@@ -405,6 +333,123 @@ class Subgraph:
                     seen.add(id(sub))
                     out.append(sub)
         return out
+
+
+def _copied_inputs(sg: Subgraph, inputs: dict) -> tuple:
+    """The values a subgraph's code is given when some input must be copied or rebuilt first: (values, the
+    (input, tensor) pairs shared and checked after the run, the inputs given as another object, the carried
+    inputs (input, value) that take copies made while it runs, the scopes shared and emptied after it, the
+    memo, and what must stay alive while it runs: the memo is keyed by id)."""
+    unpacked = inputs  # alive while copied: the memo is keyed by id
+    memo: dict = {}
+    written: dict = {}
+    if sg.written_inputs:  # copied first, so that a tensor input they hold shares their copy
+        unpacked = {k: _unpack(v) if _kind(type(v)) > _TENSOR_KIND else v for k, v in inputs.items()}
+        written = {k: _fresh(unpacked[k], memo, True) for k in sorted(sg.written_inputs)
+                   if not _views_another(unpacked[k], k, unpacked)}
+    values = {}
+    shared: list = []  # (input, tensor) of the tensors shared, not copied: their versions are checked after the run
+    changed = []  # inputs given to the code as another object than they came as (copied or rebuilt)
+    carried = sg.carried_inputs
+    later = []  # carried inputs, after those its code reads: they take their copies
+    scopes = []  # wrapper scopes whose published containers are empty: shared unless another input's copy holds one
+    kept = []  # the containers rebuilt here stay alive while copied: the memo is keyed by id
+    for k, v in unpacked.items():
+        kind = _kind(type(v))
+        if kind == _ATOM:  # never copied (what `_fresh` gives back for it is itself)
+            values[k] = v
+            continue
+        if kind == _TENSOR_KIND:
+            if k in carried:
+                later.append((k, v))
+                continue
+            fresh = written[k] if k in written else memo.get(id(v), v) if memo else v
+            values[k] = fresh
+            if fresh is not v:
+                changed.append(k)
+            else:
+                shared.append((k, v))
+            continue
+        if kind == _TUPLE and k not in carried and k not in written:
+            tensors = _flat_shared(v, memo)
+            if tensors is not None:
+                values[k] = v  # tensors and atoms only, none copied here: passed as it is, its tensors checked
+                if v is not inputs[k]:
+                    changed.append(k)
+                for t in tensors:
+                    shared.append((k, t))
+                continue
+        if kind == _SCOPE and k not in carried and k not in written and _publishes_empty(v):
+            scopes.append((k, v))  # shared, and emptied again after the run (below)
+            continue
+        if unpacked is inputs:  # a container or a packed mapping
+            fresh = _unpack(v)
+            if fresh is not v:
+                kept.append(fresh)
+                v = fresh
+                kind = _kind(type(v))
+        if k in carried:  # (atoms and tensors were taken above: this is a container or an object)
+            later.append((k, v))
+            continue
+        if k in written:
+            values[k] = written[k]
+        elif kind == _DICT and k in sg.spread_inputs and all(
+                _kind(type(x)) == _ATOM for x in v.values()):  # spread (copied) by the call, holding no state
+            values[k] = v
+        else:
+            values[k] = fresh = _fresh(v, memo)
+            if type(fresh) is tuple:
+                shared += [(k, t) for t in _tuple_tensors(fresh, v)]
+        if values[k] is not inputs[k]:
+            changed.append(k)
+    for k, v in later:
+        # never read here, so only a copy made of an object it shares with a read input can change it
+        values[k] = fresh = v if _untouched(v, memo) else _fresh(v, memo)
+        if fresh is not inputs[k]:
+            changed.append(k)
+    if _OPENED in memo:  # items copied while it runs must not become second copies of a tensor shared here
+        for _, tensor in shared:
+            memo.setdefault(id(tensor), tensor)
+        memo[_RUNNING] = True
+    emptied = []  # the scopes shared: what the run puts in their containers moves to a new scope after it
+    for k, v in scopes:
+        if memo and (id(v) in memo or any(id(c) in memo for c in v.context.values())):
+            values[k] = _fresh(v, memo)
+            changed.append(k)
+        else:
+            values[k] = v
+            emptied.append(k)
+    return values, shared, changed, later, emptied, memo, (unpacked, kept)
+
+
+_NO_COPIES: Any = types.MappingProxyType({})  # the memo of a run that copies nothing
+
+
+def _as_given(inputs: dict, carried: set, spread: set) -> tuple[list, list] | None:
+    """When every input can go to the code as it came (none is copied, rebuilt or unpacked, as
+    `_copied_inputs` would decide with nothing copied): the (input, tensor) pairs shared, whose versions are
+    checked after the run, and the scopes shared and emptied after it. None when some input needs more."""
+    shared: list = []
+    scopes: list = []
+    for k, v in inputs.items():
+        kind = _kind(type(v))
+        if kind == _ATOM:
+            continue
+        if k in carried:  # never read: passed as it is unless it holds an object a copy could reach
+            if not _untouched(v, _NO_COPIES):
+                return None
+        elif kind == _TENSOR_KIND:
+            shared.append((k, v))
+        elif kind == _TUPLE:
+            tensors = _flat_shared(v, _NO_COPIES)
+            if tensors is None:
+                return None
+            shared += [(k, t) for t in tensors]
+        elif kind == _SCOPE and _publishes_empty(v):
+            scopes.append(k)
+        elif not (kind == _DICT and k in spread and all(_kind(type(x)) == _ATOM for x in v.values())):
+            return None
+    return shared, scopes
 
 
 def _compiled(source: str, filename: str) -> Any:

@@ -176,9 +176,9 @@ ratios compare like with like.
 - chain, no checks: the same under `staticexec.emit.run.checks_off(model)`, which turns off
   all the run-time checks of the chain together:
   - the target check (each subgraph enters exactly the target modules it was emitted for),
-    with its hooks detached from the target modules (a target the subgraph's code calls is entered
-    through `call_target`, which runs the hook without torch's hook dispatch when it is the
-    module's only hook);
+    with its hooks detached from the target modules (a target whose class leaves `__call__` to torch
+    is entered through `call_target`, which runs the hook without torch's hook dispatch when it is
+    the module's only hook);
   - the input version counters (a tensor input a subgraph changed in place raises `ContractError`);
   - the branch checks (`expect_branch`: each branch decided at emission is taken again);
   - the loop checks (`expect_loop`: an unrolled loop's iterable gives the same modules, in the

@@ -255,3 +255,46 @@ def test_submodules_list_the_modules_opaque_code_calls_once_the_subgraph_ran():
     assert chain[0].submodules(model, recurse=False) == [model.tower]
     assert chain[1].submodules(model) == [model.layers[0], model.layers[0].proj]
     assert all(model.tower not in sg.submodules(model) for sg in chain[1:])
+
+
+class _OwnCallLayer(_Layer):
+    """A layer whose class has a `__call__` of its own (as transformers' GradientCheckpointingLayer)."""
+
+    def __call__(self, *args, **kwargs):
+        return super().__call__(*args, **kwargs)
+
+
+class _Keyed(torch.nn.Module):
+    """Layers registered in a ModuleDict under keys that are digits."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleDict({"0": _Layer(), "1": _Layer()})
+
+    def forward(self, x):
+        h = x
+        for block in self.blocks.values():
+            h = block(h)
+        return h
+
+
+class _KeyedOwnCall(_Keyed):
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleDict({"0": _OwnCallLayer(), "1": _OwnCallLayer()})
+
+
+@pytest.mark.parametrize("cls, target", [(_Keyed, "_Layer"), (_KeyedOwnCall, "_OwnCallLayer")])
+def test_a_target_is_reached_by_the_key_it_is_registered_under(cls, target):
+    """The subgraph finds each target at its path as `named_modules` walks it (`blocks._modules['0']`), not
+    through the container's `__getitem__` (a ModuleDict's is by string key), and calls it through
+    call_target only where torch's own `__call__` would run for it: a class with its own is called as written."""
+    model = cls()
+    sample = {"x": torch.randn(2, 8)}
+    chain = staticexec.subgraphs(model, sample, [target])
+    assert [sg.targets for sg in chain] == [[], ["blocks.0"], ["blocks.1"]]
+    assert "self.blocks._modules['1']" in chain[2].source
+    assert ("_sx.call_target(" in chain[2].source) is (target == "_Layer")
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, chain, sample), model(**sample))
+    assert chain[1].submodules(model, recurse=False) == [model.blocks["0"]]

@@ -599,7 +599,7 @@ def _calls(code: str) -> tuple:
 
 
 def _expr_path(expr: str) -> str | None:
-    """`self.model.layers[3]` -> `model.layers.3`."""
+    """`self.model.layers._modules['3']` -> `model.layers.3` (`self.model.layers[3]` too)."""
     if not expr.startswith("self"):
         return None
     rest = expr[len("self") :]
@@ -611,7 +611,8 @@ def _expr_path(expr: str) -> str | None:
             while rest and (rest[0].isalnum() or rest[0] == "_"):
                 name += rest[0]
                 rest = rest[1:]
-            out.append(name)
+            if not (name == "_modules" and rest.startswith("[")):  # the registered item's key follows
+                out.append(name)
         elif rest.startswith("["):
             end = rest.index("]")
             out.append(rest[1:end].strip("'\""))

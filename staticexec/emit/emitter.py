@@ -302,6 +302,13 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, torch.nn.Module)
 
 
+def _torch_call(module: Any) -> bool:
+    """Whether calling the module runs torch's own `Module.__call__` (its hook dispatch), not one of its class."""
+    import torch
+
+    return type(module).__call__ is torch.nn.Module.__call__
+
+
 def _assignment(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
     """The name and value of a plain `name = value` (or `name: T = value`) statement line."""
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
@@ -478,12 +485,15 @@ class Emitter:
                 frame.rename[name] = alias
 
     def _path_expr(self, module: Any) -> str:
+        """The expression of a module's path: its attribute names as the source reads them (`self.model.norm`),
+        an item of a container (`layers.3`, a ModuleDict key) as registered (`._modules['3']`, what
+        `named_modules` walks), not through the container's `__getitem__`."""
         path = self.paths.get(id(module))
         if path is None:
             raise Refused([InstanceMismatch(*self.where, f"a {type(module).__name__} called by the forward is not a submodule of the model")])
         expr = "self"
         for part in path.split(".") if path else []:
-            expr += f"[{part}]" if part.isdigit() else (f".{part}" if part.isidentifier() else f"[{part!r}]")
+            expr += f".{part}" if part.isidentifier() else f"._modules[{part!r}]"
         return expr
 
     def _origin(self, frame: Frame, line: int) -> str:
@@ -988,7 +998,9 @@ class Emitter:
         if path in self.called_targets:
             raise Refused([UnsupportedStatement(frame.planned.path, line, f"{path} would be called twice")])
         self.called_targets.append(path)
-        code = self._returning(frame, stmt, choose=choose, target=call)
+        # through call_target where torch's own `__call__` would dispatch hooks for it; a class with a `__call__`
+        # of its own is called as written (call_target would call it so too)
+        code = self._returning(frame, stmt, choose=choose, target=call if _torch_call(module) else None)
         self._add(frame, code, line, target=self.paths[id(module)])
         self._forget_stores(frame, stmt)
 

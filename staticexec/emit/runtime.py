@@ -25,8 +25,9 @@ Besides the decorator models it holds the checks of what emission decided from o
 instance and one reading of the source, run again where the decision stood: `expect_branch` (the
 branch taken), `expect_loop` (the items an unrolled loop runs over) and `expect_code` (the function
 that runs is the one inlined); `hooks_enter` / `hooks_exit`, the forward hooks of an inlined
-module run as torch would; and `call_target`, through which the emitted code calls a target module,
-with the target check's `tripwire` (the forward pre-hook on every watched module). Which decorators
+module run as torch would; and `call_target`, through which the emitted code calls a target module whose
+class leaves `__call__` to torch, with the target check's `tripwire` (the forward pre-hook on every watched
+module). Which decorators
 are modelled is analysis/decorators.py.
 """
 
@@ -258,15 +259,15 @@ class wrapper_scope:
     def __enter__(self) -> None:
         undo = None
         for scope in self.scopes:
-            if scope is None:
-                continue
-            if undo is None:
-                undo = []
-            for obj, key, value in scope.attributes:
-                attrs = _attributes(obj)
-                undo.append((None, obj, key, attrs.get(key, _ABSENT)))
-                _put(attrs, key, value)
-            undo += [(var, var.set(value), None, None) for var, value in scope.context.items()]
+            if scope is not None:
+                if undo is None:
+                    undo = []
+                for obj, key, value in scope.attributes:
+                    attrs = _attributes(obj)
+                    undo.append((None, obj, key, attrs.get(key, _ABSENT)))
+                    _put(attrs, key, value)
+                for var, value in scope.context.items():
+                    undo.append((var, var.set(value), None, None))
         self.undo = undo
 
     def __exit__(self, *exc: object) -> None:

@@ -86,10 +86,12 @@ matrix: install
 	nice -n 10 $(BIN)/staticexec matrix $(if $(RELEASES),--releases $(RELEASES) --rerun)
 
 # speed and memory, each a ratio measured side by side in one run; the comparisons with llm-compressor's
-# own tracer run in the client environment (emission and chain, then oneshot end to end in paired processes)
+# own tracer run in the client environment (emission and chain, the chain part by part, then oneshot end to
+# end in paired processes)
 bench: install client-install
 	$(BIN)/python benchmarks/emit_and_run.py --out docs/benchmarks.md
 	$(CLIENT_BIN)/python benchmarks/versus_tracer.py --out docs/benchmarks.md
+	$(CLIENT_BIN)/python benchmarks/where_time_goes.py --out docs/benchmarks.md
 	$(CLIENT_BIN)/python benchmarks/oneshot_paired.py --out docs/benchmarks.md
 	$(BIN)/python benchmarks/cold_analysis.py --out docs/benchmarks-analysis.md
 

@@ -123,12 +123,9 @@ def main() -> int:
 {END}"""
     print(text)
     if args.out:
-        with open(args.out, encoding="utf-8") as handle:
-            old = handle.read()
-        head, sep, rest = old.partition(BEGIN)
-        tail = rest.partition(END)[2] if sep else "\n"
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(f"{head}{text}{tail}" if sep else f"{old.rstrip()}\n\n{text}\n")
+        from versus_tracer import replace_between
+
+        replace_between(args.out, BEGIN, END, text)
     return 0 if len(weights) == 1 else 1
 
 

@@ -186,6 +186,17 @@ Goals, against this run's numbers:
 {END}"""
 
 
+def replace_between(path: str, begin: str, end: str, text: str) -> None:
+    """Put `text` (which starts with `begin` and ends with `end`) in place of what lies between the markers in
+    the file, or at its end when it has none."""
+    with open(path, encoding="utf-8") as handle:
+        old = handle.read()
+    head, sep, rest = old.partition(begin)
+    tail = rest.partition(end)[2] if sep else "\n"
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(f"{head}{text}{tail}" if sep else f"{old.rstrip()}\n\n{text}\n")
+
+
 def _version(package: str) -> str:
     from importlib.metadata import version
 
@@ -211,12 +222,7 @@ def main() -> int:
     text = report(rows, args)
     print(text)
     if args.out:
-        with open(args.out, encoding="utf-8") as handle:
-            old = handle.read()
-        head, sep, rest = old.partition(BEGIN)
-        tail = rest.partition(END)[2] if sep else "\n"
-        with open(args.out, "w", encoding="utf-8") as handle:
-            handle.write(f"{head}{text}{tail}" if sep else f"{old.rstrip()}\n\n{text}\n")
+        replace_between(args.out, BEGIN, END, text)
     return 0
 
 

@@ -1,0 +1,189 @@
+"""Benchmark: where a chain's time goes, part by part, staticexec beside llm-compressor's own tracer.
+
+Run in the client environment (llm-compressor 0.14, transformers 5.17):
+
+    .venv-client/bin/python benchmarks/where_time_goes.py [--layers 8] [--repeat 301] [--out docs/benchmarks.md]
+
+For the tiny Llama of benchmarks/versus_tracer.py, KV cache off under llm-compressor's
+`calibration_forward_context`, both backends' subgraphs are brought to the state the sequential pipeline
+gives them (its `IntermediatesCache` filled by the subgraphs before), then each part of the pipeline's
+work on the first, a middle and the last subgraph is timed on its own:
+
+- fetch: `cache.fetch(batch, subgraph.input_names)`;
+- forward: `subgraph.forward(model, **inputs)`;
+- update: `cache.update(batch, outputs)` (the pipeline does not keep the last subgraph's outputs).
+
+The middle subgraph's decoder layer, called directly with the inputs the model's forward gives it, is
+the baseline: what a subgraph costs beyond it is the backend's overhead.
+
+Each part is timed twice: warm (called again and again, as a tight loop leaves the processor's caches)
+and disturbed (another model's forward runs before each call, as a decoder layer's work runs between
+two subgraphs of a chain). All parts run interleaved, in rotating order; medians, in µs.
+
+With --out, the table replaces the text between the markers `<!-- where time goes begin -->` and
+`<!-- where time goes end -->` of that file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import transformers
+
+from versus_tracer import _version, replace_between, tiny_llama
+
+BEGIN, END = "<!-- where time goes begin -->", "<!-- where time goes end -->"
+
+
+def prepared(model, subgraphs, batch) -> list[tuple]:
+    """For each subgraph: the cache as the pipeline leaves it before the subgraph runs, and its inputs."""
+    from llmcompressor.pipelines.cache import IntermediatesCache
+
+    states = []
+    cache = IntermediatesCache.empty(1, torch.device("cpu"))
+    cache.update(0, batch)
+    for index, subgraph in enumerate(subgraphs):
+        snapshot = IntermediatesCache([dict(cache.batch_intermediates[0])], cache.offload_device)
+        inputs = cache.fetch(0, subgraph.input_names)
+        states.append((snapshot, inputs))
+        outputs = subgraph.forward(model, **inputs)
+        if index < len(subgraphs) - 1:
+            cache.update(0, outputs)
+            cache.delete(0, subgraph.consumed_names)
+    return states
+
+
+def parts(model, subgraphs, batch, prefix: str) -> dict:
+    """The timed calls of one backend: fetch, forward and update of the first, a middle and the last subgraph."""
+    from llmcompressor.pipelines.cache import IntermediatesCache
+
+    states = prepared(model, subgraphs, batch)
+    out = {}
+    for where, index in (("first", 0), ("middle", len(subgraphs) // 2), ("last", len(subgraphs) - 1)):
+        subgraph = subgraphs[index]
+        cache, inputs = states[index]
+        outputs = subgraph.forward(model, **inputs)
+        out[(prefix, where, "fetch")] = lambda c=cache, s=subgraph: c.fetch(0, s.input_names)
+        out[(prefix, where, "forward")] = lambda s=subgraph, i=inputs: s.forward(model, **i)
+        if where != "last":
+            out[(prefix, where, "update")] = lambda o=outputs: IntermediatesCache.empty(1, torch.device("cpu")).update(0, o)
+    return out
+
+
+def layer_inputs(model, batch, index: int) -> tuple:
+    """The decoder layer at `index` and the arguments the model's own forward calls it with."""
+    layer = model.model.layers[index]
+    seen = {}
+
+    def hook(module, args, kwargs):
+        seen["call"] = (args, dict(kwargs))
+
+    handle = layer.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        model(**batch)
+    finally:
+        handle.remove()
+    return layer, seen["call"]
+
+
+def measure(layers: int, repeat: int) -> dict:
+    from llmcompressor.args import DatasetArguments
+    from llmcompressor.pipelines.sequential import helpers
+    from llmcompressor.utils.helpers import calibration_forward_context
+
+    from staticexec.llmcompressor import trace_subgraphs
+
+    model, other = tiny_llama(layers), tiny_llama(2)
+    torch.manual_seed(1)
+    batch = {"input_ids": torch.randint(3, 256, (2, 16)), "attention_mask": torch.ones(2, 16, dtype=torch.long)}
+    targets, ignore = ["LlamaDecoderLayer"], DatasetArguments().tracing_ignore
+    fx = helpers.trace_subgraphs(model, batch, targets, ignore)
+    sx = trace_subgraphs(model, batch, targets, ignore)
+    with calibration_forward_context(model), calibration_forward_context(other):
+        layer, (args, kwargs) = layer_inputs(model, batch, layers // 2)
+        calls = {("layer", "middle", "called directly"): lambda: layer(*args, **kwargs)}
+        calls.update(parts(model, fx, batch, "llm-compressor"))
+        calls.update(parts(model, sx, batch, "staticexec"))
+        times: dict = {(key, mode): [] for key in calls for mode in ("warm", "disturbed")}
+        order = list(calls)
+        for fn in calls.values():
+            fn()
+        for i in range(repeat):
+            for key in order[i % len(order):] + order[: i % len(order)]:
+                fn = calls[key]
+                for mode in ("warm", "disturbed"):
+                    if mode == "disturbed":
+                        other(**batch)
+                    else:
+                        fn()
+                    start = time.perf_counter()
+                    fn()
+                    times[(key, mode)].append(time.perf_counter() - start)
+    return {key: statistics.median(values) * 1e6 for key, values in times.items()}, len(fx), len(sx)
+
+
+def report(medians: dict, layers: int, subgraphs: tuple[int, int], repeat: int) -> str:
+    rows = []
+    for where in ("first", "middle", "last"):
+        for part in ("fetch", "forward", "update"):
+            got = [medians.get(((backend, where, part), mode)) for backend in ("llm-compressor", "staticexec")
+                   for mode in ("warm", "disturbed")]
+            if None in got:
+                continue
+            rows.append(f"| {where} | {part} | {got[0]:.1f} | {got[2]:.1f} | {got[1]:.1f} | {got[3]:.1f} |")
+    direct = {mode: medians[(("layer", "middle", "called directly"), mode)] for mode in ("warm", "disturbed")}
+
+    def summed(backend: str, mode: str, wheres: tuple[str, ...]) -> float:
+        return sum(value for ((who, where, _), m), value in medians.items() if who == backend and m == mode
+                   and where in wheres)
+
+    lines = [("the middle subgraph's decoder layer, called directly", lambda mode: direct[mode])]
+    for backend in ("llm-compressor", "staticexec"):
+        lines.append((f"{backend}: the middle subgraph, all three parts, beyond the layer",
+                      lambda mode, b=backend: summed(b, mode, ("middle",)) - direct[mode]))
+    for backend in ("llm-compressor", "staticexec"):
+        lines.append((f"{backend}: the first and the last subgraph, all parts",
+                      lambda mode, b=backend: summed(b, mode, ("first", "last"))))
+    summary = "\n".join(f"| {name} | {value('warm'):.1f} | {value('disturbed'):.1f} |" for name, value in lines)
+    return f"""{BEGIN}
+Measured by `benchmarks/where_time_goes.py` in `.venv-client` (llm-compressor {_version("llmcompressor")},
+transformers {transformers.__version__}, torch {torch.__version__}, {platform.machine()}, one torch thread):
+tiny Llama, {layers} layers ({subgraphs[0]} subgraphs from llm-compressor's tracer, {subgraphs[1]} from staticexec),
+KV cache off, median of {repeat} interleaved calls of each part, in µs. Warm: the part called again right
+after itself; disturbed: another model's forward run before it, as a layer's work runs between two subgraphs.
+
+| subgraph | part | llm-compressor, warm | staticexec, warm | llm-compressor, disturbed | staticexec, disturbed |
+|---|---|---|---|---|---|
+{chr(10).join(rows)}
+
+| sum | warm | disturbed |
+|---|---|---|
+{summary}
+{END}"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--repeat", type=int, default=301)
+    parser.add_argument("--out")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    from loguru import logger
+
+    logger.remove()
+    medians, fx, sx = measure(args.layers, args.repeat)
+    text = report(medians, args.layers, (fx, sx), args.repeat)
+    print(text)
+    if args.out:
+        replace_between(args.out, BEGIN, END, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

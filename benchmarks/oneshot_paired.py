@@ -121,11 +121,9 @@ def main() -> int:
 - peak RSS, staticexec / llm-compressor: {rss:.3f}, goal at most 1.05: {'met' if rss <= 1.05 else 'not met'}
 - quantized weights: {'identical in every run' if len(weights) == 1 else f'{len(weights)} different results'}
 {END}"""
-    print(text)
-    if args.out:
-        from versus_tracer import replace_between
+    from versus_tracer import publish
 
-        replace_between(args.out, BEGIN, END, text)
+    publish(text, args.out, BEGIN, END)
     return 0 if len(weights) == 1 else 1
 
 

@@ -186,9 +186,12 @@ Goals, against this run's numbers:
 {END}"""
 
 
-def replace_between(path: str, begin: str, end: str, text: str) -> None:
-    """Put `text` (which starts with `begin` and ends with `end`) in place of what lies between the markers in
-    the file, or at its end when it has none."""
+def publish(text: str, path: str | None, begin: str, end: str) -> None:
+    """Print `text` (which starts with `begin` and ends with `end`); with a path, also put it in place of what
+    lies between the markers in that file, or at its end when it has none."""
+    print(text)
+    if not path:
+        return
     with open(path, encoding="utf-8") as handle:
         old = handle.read()
     head, sep, rest = old.partition(begin)
@@ -219,10 +222,7 @@ def main() -> int:
         for layers in args.layers:
             rows.append(measure(layers, args.repeat, use_cache))
             print(row(rows[-1]), flush=True)
-    text = report(rows, args)
-    print(text)
-    if args.out:
-        replace_between(args.out, BEGIN, END, text)
+    publish(report(rows, args), args.out, BEGIN, END)
     return 0
 
 

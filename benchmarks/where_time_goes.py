@@ -35,7 +35,7 @@ import time
 import torch
 import transformers
 
-from versus_tracer import _version, replace_between, tiny_llama
+from versus_tracer import _version, publish, tiny_llama
 
 BEGIN, END = "<!-- where time goes begin -->", "<!-- where time goes end -->"
 
@@ -178,10 +178,7 @@ def main() -> int:
 
     logger.remove()
     medians, fx, sx = measure(args.layers, args.repeat)
-    text = report(medians, args.layers, (fx, sx), args.repeat)
-    print(text)
-    if args.out:
-        replace_between(args.out, BEGIN, END, text)
+    publish(report(medians, args.layers, (fx, sx), args.repeat), args.out, BEGIN, END)
     return 0
 
 

@@ -298,3 +298,41 @@ def test_a_target_is_reached_by_the_key_it_is_registered_under(cls, target):
     with torch.no_grad():
         assert torch.equal(staticexec.run_subgraphs(model, chain, sample), model(**sample))
     assert chain[1].submodules(model, recurse=False) == [model.blocks["0"]]
+
+
+class _Normed(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(8)
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, h):
+        return self.proj(h)
+
+
+class _OddKeys(torch.nn.Module):
+    """Layers registered under keys that are no attribute names: a keyword, one holding brackets."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = torch.nn.ModuleDict({"class": _Normed(), "a]b": _Normed()})
+
+    def forward(self, x):
+        h = x
+        for block in self.blocks.values():
+            h = block.norm(h)
+            h = block(h)
+        return h
+
+
+def test_keys_that_are_no_attribute_names_are_reached_and_listed_as_registered():
+    """`self.blocks.class` would not compile, and a key holding `]` must still give the module's own path: the
+    modules a subgraph calls are listed before it ever ran (llm-compressor asks for them to calibrate)."""
+    model = _OddKeys()
+    sample = {"x": torch.randn(2, 8)}
+    chain = staticexec.subgraphs(model, sample, ["_Normed"])
+    assert [sg.targets for sg in chain] == [[], ["blocks.class"], ["blocks.a]b"]]
+    listed = [path for sg in chain for path in sg.module_paths]
+    assert "blocks.class.norm" in listed and "blocks.a]b.norm" in listed
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, chain, sample), model(**sample))

@@ -394,3 +394,14 @@ def test_a_dict_carries_the_objects_bound_from_its_entries():
     with tripwires_off():
         out = run_chain(None, sgs, {"x": torch.ones(1)}, twice=True)[OUTPUT]
     assert len(out[1].items) == 1
+
+
+def test_a_module_expression_gives_the_path_it_is_registered_under():
+    from staticexec.emit.cut import _expr_path
+
+    assert _expr_path("self.model.layers._modules['3']") == "model.layers.3"
+    assert _expr_path("self.model.layers[3]") == "model.layers.3"
+    assert _expr_path("self.blocks._modules['a]b'].norm") == "blocks.a]b.norm"
+    assert _expr_path("self.blocks._modules['class']") == "blocks.class"
+    assert _expr_path("self") == ""
+    assert _expr_path("other.layers[0]") is None and _expr_path("self.layers[i]") is None

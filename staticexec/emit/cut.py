@@ -598,25 +598,25 @@ def _calls(code: str) -> tuple:
     return tuple(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call))
 
 
+@lru_cache(maxsize=65536)
 def _expr_path(expr: str) -> str | None:
-    """`self.model.layers._modules['3']` -> `model.layers.3` (`self.model.layers[3]` too)."""
-    if not expr.startswith("self"):
+    """A module's dotted path from the expression emission binds it with: `self.model.layers._modules['3']`
+    -> `model.layers.3` (any key, as registered: a digit, a keyword, one holding brackets); None for any other
+    expression."""
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
         return None
-    rest = expr[len("self") :]
-    out = []
-    while rest:
-        if rest.startswith("."):
-            rest = rest[1:]
-            name = ""
-            while rest and (rest[0].isalnum() or rest[0] == "_"):
-                name += rest[0]
-                rest = rest[1:]
-            if not (name == "_modules" and rest.startswith("[")):  # the registered item's key follows
-                out.append(name)
-        elif rest.startswith("["):
-            end = rest.index("]")
-            out.append(rest[1:end].strip("'\""))
-            rest = rest[end + 1 :]
+    parts: list[str] = []
+    while not (isinstance(node, ast.Name) and node.id == "self"):
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            parts.append(str(node.slice.value))
+            node = node.value
+            if isinstance(node, ast.Attribute) and node.attr == "_modules":  # the registered item's key
+                node = node.value
         else:
             return None
-    return ".".join(out)
+    return ".".join(reversed(parts))

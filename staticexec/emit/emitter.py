@@ -18,6 +18,7 @@ import builtins
 import functools
 import importlib
 import inspect
+import keyword
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -486,14 +487,14 @@ class Emitter:
 
     def _path_expr(self, module: Any) -> str:
         """The expression of a module's path: its attribute names as the source reads them (`self.model.norm`),
-        an item of a container (`layers.3`, a ModuleDict key) as registered (`._modules['3']`, what
-        `named_modules` walks), not through the container's `__getitem__`."""
+        an item of a container (`layers.3`, a ModuleDict key, any name that is not an attribute name) as
+        registered (`._modules['3']`, what `named_modules` walks), not through the container's `__getitem__`."""
         path = self.paths.get(id(module))
         if path is None:
             raise Refused([InstanceMismatch(*self.where, f"a {type(module).__name__} called by the forward is not a submodule of the model")])
         expr = "self"
         for part in path.split(".") if path else []:
-            expr += f".{part}" if part.isidentifier() else f"._modules[{part!r}]"
+            expr += f".{part}" if part.isidentifier() and not keyword.iskeyword(part) else f"._modules[{part!r}]"
         return expr
 
     def _origin(self, frame: Frame, line: int) -> str:

@@ -11,7 +11,8 @@ work on the first, a middle and the last subgraph is timed on its own:
 
 - fetch: `cache.fetch(batch, subgraph.input_names)`;
 - forward: `subgraph.forward(model, **inputs)`;
-- update: `cache.update(batch, outputs)` (the pipeline does not keep the last subgraph's outputs).
+- update: `cache.update(batch, outputs)`, into a cache of its own (the pipeline does not keep the last
+  subgraph's outputs; the `delete` of the consumed names that follows is not timed).
 
 The middle subgraph's decoder layer, called directly with the inputs the model's forward gives it, is
 the baseline: what a subgraph costs beyond it is the backend's overhead.
@@ -70,14 +71,15 @@ def parts(model, subgraphs, batch, prefix: str) -> dict:
         outputs = subgraph.forward(model, **inputs)
         out[(prefix, where, "fetch")] = lambda c=cache, s=subgraph: c.fetch(0, s.input_names)
         out[(prefix, where, "forward")] = lambda s=subgraph, i=inputs: s.forward(model, **i)
-        if where != "last":
-            out[(prefix, where, "update")] = lambda o=outputs: IntermediatesCache.empty(1, torch.device("cpu")).update(0, o)
+        if where != "last":  # into a cache of its own, which each call fills again with the same values
+            target = IntermediatesCache.empty(1, torch.device("cpu"))
+            out[(prefix, where, "update")] = lambda t=target, o=outputs: t.update(0, o)
     return out
 
 
-def layer_inputs(model, batch, index: int) -> tuple:
-    """The decoder layer at `index` and the arguments the model's own forward calls it with."""
-    layer = model.model.layers[index]
+def layer_inputs(model, batch, path: str) -> tuple:
+    """The decoder layer at `path` and the arguments the model's own forward calls it with."""
+    layer = model.get_submodule(path)
     seen = {}
 
     def hook(module, args, kwargs):
@@ -91,7 +93,7 @@ def layer_inputs(model, batch, index: int) -> tuple:
     return layer, seen["call"]
 
 
-def measure(layers: int, repeat: int) -> dict:
+def measure(layers: int, repeat: int) -> tuple[dict, int, int]:
     from llmcompressor.args import DatasetArguments
     from llmcompressor.pipelines.sequential import helpers
     from llmcompressor.utils.helpers import calibration_forward_context
@@ -105,7 +107,8 @@ def measure(layers: int, repeat: int) -> dict:
     fx = helpers.trace_subgraphs(model, batch, targets, ignore)
     sx = trace_subgraphs(model, batch, targets, ignore)
     with calibration_forward_context(model), calibration_forward_context(other):
-        layer, (args, kwargs) = layer_inputs(model, batch, layers // 2)
+        (path,) = sx[len(sx) // 2].targets  # the middle subgraph's layer
+        layer, (args, kwargs) = layer_inputs(model, batch, path)
         calls = {("layer", "middle", "called directly"): lambda: layer(*args, **kwargs)}
         calls.update(parts(model, fx, batch, "llm-compressor"))
         calls.update(parts(model, sx, batch, "staticexec"))

@@ -300,17 +300,13 @@ def test_a_target_is_reached_by_the_key_it_is_registered_under(cls, target):
     assert chain[1].submodules(model, recurse=False) == [model.blocks["0"]]
 
 
-class _Normed(torch.nn.Module):
+class _Normed(_Tower):
     def __init__(self):
         super().__init__()
         self.norm = torch.nn.LayerNorm(8)
-        self.proj = torch.nn.Linear(8, 8)
-
-    def forward(self, h):
-        return self.proj(h)
 
 
-class _OddKeys(torch.nn.Module):
+class _OddKeys(_Keyed):
     """Layers registered under keys that are no attribute names: a keyword, one holding brackets."""
 
     def __init__(self):

@@ -303,13 +303,6 @@ def _is_module(value: Any) -> bool:
     return isinstance(value, torch.nn.Module)
 
 
-def _torch_call(module: Any) -> bool:
-    """Whether calling the module runs torch's own `Module.__call__` (its hook dispatch), not one of its class."""
-    import torch
-
-    return type(module).__call__ is torch.nn.Module.__call__
-
-
 def _assignment(stmt: cst.CSTNode) -> tuple[str, cst.BaseExpression] | None:
     """The name and value of a plain `name = value` (or `name: T = value`) statement line."""
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
@@ -1001,7 +994,7 @@ class Emitter:
         self.called_targets.append(path)
         # through call_target where torch's own `__call__` would dispatch hooks for it; a class with a `__call__`
         # of its own is called as written (call_target would call it so too)
-        code = self._returning(frame, stmt, choose=choose, target=call if _torch_call(module) else None)
+        code = self._returning(frame, stmt, choose=choose, target=call if runtime.called_by_torch(module) else None)
         self._add(frame, code, line, target=self.paths[id(module)])
         self._forget_stores(frame, stmt)
 

@@ -431,12 +431,13 @@ def _as_given(inputs: dict, carried: set, spread: set) -> tuple[list, list] | No
     checked after the run, and the scopes shared and emptied after it. None when some input needs more."""
     shared: list = []
     scopes: list = []
+    kind_of = _kind
     for k, v in inputs.items():
-        kind = _kind(type(v))
-        if kind == _ATOM:
+        kind = kind_of(type(v))
+        if kind == _ATOM or kind == _STATE:  # never copied (a wrapper's state is never written: see `_fresh`)
             continue
         if k in carried:  # never read: passed as it is unless it holds an object a copy could reach
-            if not _untouched(v, _NO_COPIES):
+            if kind != _TENSOR_KIND and not (kind == _DICT and not v) and not _untouched(v, _NO_COPIES):
                 return None
         elif kind == _TENSOR_KIND:
             shared.append((k, v))
@@ -444,10 +445,12 @@ def _as_given(inputs: dict, carried: set, spread: set) -> tuple[list, list] | No
             tensors = _flat_shared(v, _NO_COPIES)
             if tensors is None:
                 return None
-            shared += [(k, t) for t in tensors]
+            for t in tensors:
+                shared.append((k, t))
         elif kind == _SCOPE and _publishes_empty(v):
             scopes.append(k)
-        elif not (kind == _DICT and k in spread and all(_kind(type(x)) == _ATOM for x in v.values())):
+        elif not (kind == _DICT and k in spread
+                  and (not v or all(kind_of(type(x)) == _ATOM for x in v.values()))):
             return None
     return shared, scopes
 
@@ -667,18 +670,28 @@ def _atom_types() -> tuple:
     return _ATOMS
 
 
-@functools.lru_cache(maxsize=1024)
-def _kind(cls: type) -> int:
-    """The kind of values of this exact type (a type's kind never changes, so it is decided once)."""
-    tensor = _TENSOR[0] or _tensor_type()
-    if issubclass(cls, tensor):
-        kind = _TENSOR_KIND
-    elif issubclass(cls, _atom_types()):
-        kind = _ATOM
-    else:
-        kind = {tuple: _TUPLE, frozenset: _FROZENSET, list: _LIST, CopiedOnRead: _LIST, dict: _DICT, set: _SET,
-                WrapperState: _STATE, WrapperScope: _SCOPE}.get(cls, _OBJECT)
-    return kind
+class _Kinds(dict):
+    """The kind of values of each exact type, decided at its first value (a type's kind never changes); kept
+    in a plain dict, read for every value of every subgraph run, and emptied should a program make types
+    without end."""
+
+    def __missing__(self, cls: type) -> int:
+        tensor = _TENSOR[0] or _tensor_type()
+        if issubclass(cls, tensor):
+            kind = _TENSOR_KIND
+        elif issubclass(cls, _atom_types()):
+            kind = _ATOM
+        else:
+            kind = {tuple: _TUPLE, frozenset: _FROZENSET, list: _LIST, CopiedOnRead: _LIST, dict: _DICT, set: _SET,
+                    WrapperState: _STATE, WrapperScope: _SCOPE}.get(cls, _OBJECT)
+        if len(self) >= 4096:
+            self.clear()
+        self[cls] = kind
+        return kind
+
+
+_kind: Callable[[type], int] = _Kinds().__getitem__
+"""The kind of values of this exact type."""
 
 
 def _is_atom(value: Any) -> bool:

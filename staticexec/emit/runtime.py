@@ -27,8 +27,7 @@ branch taken), `expect_loop` (the items an unrolled loop runs over) and `expect_
 that runs is the one inlined); `hooks_enter` / `hooks_exit`, the forward hooks of an inlined
 module run as torch would; and `call_target`, through which the emitted code calls a target module whose
 class leaves `__call__` to torch, with the target check's `tripwire` (the forward pre-hook on every watched
-module). Which decorators
-are modelled is analysis/decorators.py.
+module). Which decorators are modelled is analysis/decorators.py.
 """
 
 from __future__ import annotations
@@ -57,12 +56,18 @@ def tripwire(module: Any, args: Any) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _torch_call() -> tuple:
+def _torch_machinery() -> tuple:
     """torch's module module, `Module.__call__`, `Module._call_impl` and the tracing-state query, looked up once."""
     import torch
     from torch.nn.modules import module as torch_module
 
     return torch_module, torch_module.Module.__call__, torch_module.Module._call_impl, torch._C._get_tracing_state
+
+
+def called_by_torch(module: Any) -> bool:
+    """Whether calling the module runs torch's own `Module.__call__` (its hook dispatch), not one of its class:
+    only such a target is called through `call_target`."""
+    return type(module).__call__ is _torch_machinery()[1]
 
 
 def call_target(module: Any, *args: Any, **kwargs: Any) -> Any:
@@ -72,10 +77,10 @@ def call_target(module: Any, *args: Any, **kwargs: Any) -> Any:
     hook, not compiled or traced, `__call__` torch's own), this runs the tripwire and then the forward as
     torch's call does without hooks: the same effect, without torch's per-call hook dispatch. Otherwise it
     is the plain call."""
-    torch_module, module_call, call_impl, tracing = _torch_call()
+    torch_module, _, call_impl, tracing = _torch_machinery()
     cls = type(module)
     hooks = module._forward_pre_hooks
-    if (cls.__call__ is module_call and len(hooks) == 1 and not module._forward_hooks and not module._backward_hooks
+    if (called_by_torch(module) and len(hooks) == 1 and not module._forward_hooks and not module._backward_hooks
             and not module._backward_pre_hooks and module._compiled_call_impl is None
             and not module._forward_pre_hooks_with_kwargs):  # a class with its own `__call__` is called as it is
         if (cls._call_impl is call_impl and next(iter(hooks.values())) is tripwire

@@ -342,12 +342,12 @@ def _input_sets() -> list:
     var = contextvars.ContextVar("collector")
     t, u = torch.ones(2), torch.zeros(2)
     plain = {"a": None, "b": False, "c": 0, "t": t, "pair": (t, u), "scope": WrapperScope({var: {}}, []),
-             "none": None, "state": WrapperState("here", {"input_ids": t, "kw": {}})}
+             "none": None, "state": WrapperState("here", {"input_ids": t, "kw": {}})}  # a state: never copied
+    carried = {"kw": {}, "labels": None, "held": t, "deep": ([t], {"k": (u,)}), "kept": WrapperState("there", {"x": [t]})}
     return [
         (plain, set(), set()),
         (dict(plain, kw={"flag": True}), set(), {"kw"}),  # spread, atoms only
-        (dict(plain, kw={}, labels=None, held=t, deep=([t], {"k": (u,)}), kept=WrapperState("there", {"x": [t]})),
-         {"kw", "labels", "held", "deep", "kept"}, set()),
+        (dict(plain, **carried), set(carried), set()),
         (dict(plain, kw={"x": t}), set(), {"kw"}),  # spread, but holding a tensor: copied
         (dict(plain, kw={"flag": True}), set(), set()),  # a dict read as such: copied
         (dict(plain, items=[t]), set(), set()),

@@ -437,6 +437,7 @@ def _as_given(inputs: dict, carried: set, spread: set) -> tuple[list, list] | No
         if kind == _ATOM or kind == _STATE:  # never copied (a wrapper's state is never written: see `_fresh`)
             continue
         if k in carried:  # never read: passed as it is unless it holds an object a copy could reach
+            # (a tensor and an empty dict are what `_untouched` passes at once)
             if kind != _TENSOR_KIND and not (kind == _DICT and not v) and not _untouched(v, _NO_COPIES):
                 return None
         elif kind == _TENSOR_KIND:
@@ -670,10 +671,12 @@ def _atom_types() -> tuple:
     return _ATOMS
 
 
+_KINDS_KEPT = 4096  # types whose kind is kept; a program that makes types without end starts the dict again
+
+
 class _Kinds(dict):
     """The kind of values of each exact type, decided at its first value (a type's kind never changes); kept
-    in a plain dict, read for every value of every subgraph run, and emptied should a program make types
-    without end."""
+    in a plain dict, read for every value of every subgraph run."""
 
     def __missing__(self, cls: type) -> int:
         tensor = _TENSOR[0] or _tensor_type()
@@ -684,7 +687,7 @@ class _Kinds(dict):
         else:
             kind = {tuple: _TUPLE, frozenset: _FROZENSET, list: _LIST, CopiedOnRead: _LIST, dict: _DICT, set: _SET,
                     WrapperState: _STATE, WrapperScope: _SCOPE}.get(cls, _OBJECT)
-        if len(self) >= 4096:
+        if len(self) >= _KINDS_KEPT:
             self.clear()
         self[cls] = kind
         return kind

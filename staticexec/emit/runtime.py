@@ -77,12 +77,12 @@ def call_target(module: Any, *args: Any, **kwargs: Any) -> Any:
     hook, not compiled or traced, `__call__` torch's own), this runs the tripwire and then the forward as
     torch's call does without hooks: the same effect, without torch's per-call hook dispatch. Otherwise it
     is the plain call."""
-    torch_module, _, call_impl, tracing = _torch_machinery()
+    torch_module, module_call, call_impl, tracing = _torch_machinery()
     cls = type(module)
     hooks = module._forward_pre_hooks
-    if (called_by_torch(module) and len(hooks) == 1 and not module._forward_hooks and not module._backward_hooks
+    if (cls.__call__ is module_call and len(hooks) == 1 and not module._forward_hooks and not module._backward_hooks
             and not module._backward_pre_hooks and module._compiled_call_impl is None
-            and not module._forward_pre_hooks_with_kwargs):  # a class with its own `__call__` is called as it is
+            and not module._forward_pre_hooks_with_kwargs):  # as `called_by_torch`: one with its own `__call__` is called as it is
         if (cls._call_impl is call_impl and next(iter(hooks.values())) is tripwire
                 and not (torch_module._global_forward_pre_hooks or torch_module._global_forward_hooks
                          or torch_module._global_backward_pre_hooks or torch_module._global_backward_hooks)

@@ -37,7 +37,7 @@ examples:
   staticexec plan --all --out plans/                writes every plan and plans/index.json
   staticexec check plans/                          what changed since the plans were made
   staticexec graph LlavaForConditionalGeneration --out llava.svg
-  staticexec matrix --releases 5.17.0 5.24.0       verify on other transformers releases
+  staticexec matrix --releases 5.17.0 5.25.0       verify on other transformers releases
 
 exit codes: 0 ok, 1 refused or not verified, 2 bad usage or input
 """
@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "(docs/compatibility/transformers-X.json; resumable). Then write the report "
                                     "from the results of every release, run now or before. Exit 1 when a case of "
                                     "a release run is not ok (refused is a verdict, not a failure).")
-    sp.add_argument("--releases", nargs="+", metavar="RELEASE", help="which releases (default: 5.15 to 5.24, "
+    sp.add_argument("--releases", nargs="+", metavar="RELEASE", help="which releases (default: 5.15 to 5.25, "
                     "the newest patch of each minor)")
     sp.add_argument("--envs", default=".matrix-envs", metavar="DIR", help="where the environments are built")
     sp.add_argument("--results", default=None, metavar="DIR",

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from staticexec.files import write_atomic
 from staticexec.version import code_digest
 
-# the newest patch of each minor release from 5.15 to 5.24
-RELEASES = ["5.15.1", "5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2", "5.23.0", "5.24.0"]
+# the newest patch of each minor release from 5.15 to 5.25
+RELEASES = ["5.15.1", "5.16.1", "5.17.0", "5.18.0", "5.19.0", "5.20.2", "5.21.1", "5.22.2", "5.23.0", "5.24.0",
+            "5.25.0"]
 
 # the foundation's 14 decoder-only architectures (tests/test_architectures.py)
 FOUNDATION = [

@@ -5,9 +5,15 @@ The names below are the decorators a plan accepts. An *inert* one has no behavio
 context manager the body runs in (`torch.no_grad()`), entered around each subgraph's part of it. A reaching function
 with any other decorator makes the plan refuse. The call graph and the plan read this table; nothing
 here runs at emission or run time.
+
+A class decorator may wrap a method too: `CLASS_WRAPPERS` names those the plan records for each method of
+the class (`class_decorators`), run as wrappers outside the method's own. Any other class decorator is not
+recorded; if it replaced the method, the emission's check of the code that runs refuses (emit/imported.py).
 """
 
 from __future__ import annotations
+
+import ast
 
 import libcst as cst
 
@@ -34,6 +40,22 @@ MODELS: dict[str, str] = {
     # torch.no_grad() as a decorator: the body runs with gradients off
     "no_grad": CONTEXT,
 }
+
+# class decorators that may replace a method with a wrapper around it (functools.wraps), run in parts as a
+# method's wrapper decorators are: kernels' `use_kernelized_func` (a hard dependency of transformers from 5.25)
+# wraps `forward` to route calls of kernel functions to the instance's own for the length of the call
+CLASS_WRAPPERS = ("use_kernelized_func",)
+
+
+def class_wrapper_names(node: ast.ClassDef) -> list[str]:
+    """The class's decorators that `CLASS_WRAPPERS` lists, outermost first, as their source expressions."""
+    out = []
+    for dec in node.decorator_list:
+        func = dec.func if isinstance(dec, ast.Call) else dec
+        if isinstance(func, ast.Name) and func.id in CLASS_WRAPPERS:  # by a plain name, as `base_name` reads it
+            out.append(ast.unparse(dec))
+    return out
+
 
 def _decorator_name(dec: cst.Decorator) -> tuple[str, cst.Call | None]:
     node = dec.decorator

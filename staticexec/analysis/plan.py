@@ -110,6 +110,7 @@ class Function:
     params: tuple[str, ...]
     statements: tuple[Statement, ...]
     chain: tuple[str, ...] = ()
+    class_decorators: tuple[str, ...] = ()  # its class's wrapper decorators (decorators.CLASS_WRAPPERS), outermost first
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,7 @@ def _function_json(fn: Function) -> dict:
         "params": list(fn.params),
         "statements": [_statement_json(s) for s in fn.statements],
         "chain": list(fn.chain),
+        **({"class_decorators": list(fn.class_decorators)} if fn.class_decorators else {}),
     }
 
 
@@ -359,6 +361,7 @@ def _read_function(entry: Any) -> Function:
     decorators = entry.get("decorators", [])
     if not isinstance(decorators, list):
         raise _Bad("`decorators` is not a list")
+    class_decorators = _field(entry, "class_decorators", list, "", [])
     lines = _span(fields["lines"])
     if lines is None:
         raise _Bad("`lines` is not [first, last]")
@@ -372,6 +375,7 @@ def _read_function(entry: Any) -> Function:
         params=_strings(fields["params"], "`params`"),
         statements=_read_block(fields["statements"], 0),
         chain=_strings(_field(entry, "chain", list, "", []), "`chain`"),
+        class_decorators=_strings(class_decorators, "`class_decorators`"),
     )
 
 

@@ -18,7 +18,7 @@ import libcst as cst
 from staticexec.version import __version__, transformers_version
 from staticexec.analysis.callgraph import CallGraph, CallGraphBuilder, CallSite, FunctionAnalysis, calls_in
 from staticexec.analysis.conditions import ConditionClassifier
-from staticexec.analysis.decorators import decorator_names, unsupported_decorators
+from staticexec.analysis.decorators import class_wrapper_names, decorator_names, unsupported_decorators
 from staticexec.messages import (
     DynamicCondition,
     DynamicLoop,
@@ -344,20 +344,22 @@ def _is_generator(fn: cst.FunctionDef) -> bool:
 
 
 def _user_decorators(ctx, names: list[str]) -> list[str]:
-    """Decorators named like a modelled one but defined outside transformers (matched by name, they'd be wrong)."""
-    from staticexec.analysis.decorators import MODELS, base_name
+    """Decorators named like a modelled one but defined outside transformers (matched by name, they'd be wrong);
+    a class wrapper may come from kernels too, which defines it."""
+    from staticexec.analysis.decorators import CLASS_WRAPPERS, MODELS, base_name
 
     sf = ctx.sf
     in_transformers = sf.module.split(".")[0] == "transformers"
     out = []
     for name in names:
         base = base_name(name)
-        if base not in MODELS or base == "staticmethod":
+        if base not in MODELS and base not in CLASS_WRAPPERS or base == "staticmethod":
             continue
         origin = _binding_module(sf.tree, base)
+        homes = ("transformers", "kernels") if base in CLASS_WRAPPERS else ("transformers",)
         if origin == "<local>" and not in_transformers:
             out.append(name)
-        elif origin not in (None, "<local>") and not (origin.startswith("transformers") or (origin.startswith(".") and in_transformers)):
+        elif origin not in (None, "<local>") and not (origin.split(".")[0] in homes or (origin.startswith(".") and in_transformers)):
             out.append(name)
     return out
 
@@ -514,6 +516,13 @@ def build_plan(
             refusals.append(UnsupportedStatement(ctx.sf.relpath, ctx.line(ctx.node),
                                                  f"{analysis.ref.qualname} is a generator (`yield`): its target calls run when it is iterated"))
         start, end = ctx.span(ctx.node)
+        owner = analysis.ref.owner
+        owner_node = ctx.sf.find_class(owner.name) if owner is not None else None
+        class_decorators = class_wrapper_names(owner_node) if owner_node is not None else []
+        for name in _user_decorators(ctx, class_decorators):
+            refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node),
+                                                 f"@{name} on {owner.name} is not the {name.partition('(')[0]} of transformers or kernels, "
+                                                 "only named like it"))
         functions[nid] = Function(
             function=str(analysis.ref),
             self_class=str(analysis.self_class) if analysis.self_class else None,
@@ -521,6 +530,7 @@ def build_plan(
             lines=(start, end),
             source_hash=ctx.source_hash,
             decorators=tuple(decorators),
+            class_decorators=tuple(class_decorators),
             params=tuple(ctx.params),
             statements=statements,
         )

@@ -37,6 +37,7 @@ from staticexec.analysis.planner import statement_blocks, exits, expression_guar
 from staticexec.analysis.functions import local_bindings, param_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
+from staticexec.emit.classwrap import class_wrappers
 from staticexec.emit.cut import Step, build_subgraphs
 from staticexec.emit.imported import running_code_refusal
 from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
@@ -517,17 +518,28 @@ class Emitter:
             self._add(frame, f"{held} = {RUNTIME}.hooks_enter({self_var}, {kw}, {n_positional}, {where!r})\n", start)
         wrappers = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.WRAPPER]
         contexts = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.CONTEXT]
-        self._check_code(frame, len(wrappers) + len(contexts))  # a context decorator wraps too (functools.wraps)
+        outer = class_wrappers(frame.planned, frame.module_globals)  # the class's, outside the method's own
+        # a context decorator wraps too (functools.wraps)
+        self._check_code(frame, len(outer) + len(wrappers) + len(contexts))
         for i in contexts:
             frame.scopes = frame.scopes + (self._context_decorator(frame, i),)
+        runs = []  # (expression, decorator object, state, scope, decorator's global), outermost first
+        for i, (expression, decorator) in enumerate(outer):
+            runs.append((expression, decorator, f"cdec{i}__{frame.index}", f"cscope{i}__{frame.index}",
+                         f"class_decorator__{frame.index}_{i}"))
         for i in wrappers:
-            state, scope = f"dec{i}__{frame.index}", f"scope{i}__{frame.index}"
-            d_alias, f_alias, decorator, function = self._decorator_objects(frame, i)
+            runs.append((decorators[i], self._decorator_object(frame, i), f"dec{i}__{frame.index}",
+                         f"scope{i}__{frame.index}", f"decorator__{frame.index}_{i}"))
+        f_alias = f"function__{frame.index}"
+        if runs:  # the undecorated function, which each wrapper is made around again
+            function = self.globals[f_alias] = _import_object(FunctionRef.parse(frame.planned.function))
+        for expression, decorator, state, scope, d_alias in runs:
+            self.globals[d_alias] = decorator
             where = self._origin(frame, start)
             try:
                 predicted = runtime.predict_keywords(frame.self_obj, dict(kw_values), decorator, function, where)
             except Exception as exc:  # the wrapper refused what emission knows of the call
-                raise Refused([DecoratorMismatch(frame.planned.path, start, f"@{decorators[i]} could not run on "
+                raise Refused([DecoratorMismatch(frame.planned.path, start, f"@{expression} could not run on "
                                                     f"the call's keywords: {type(exc).__name__}: {exc}")]) from exc
             kw_values.clear()
             kw_values.update(predicted)
@@ -583,16 +595,10 @@ class Emitter:
         self.globals["no_grad__"] = torch.no_grad
         return "no_grad__()"
 
-    def _decorator_objects(self, frame: Frame, index: int) -> tuple[str, str, Any, Any]:
-        """Globals holding a decorator object (its expression evaluated as the module did on import)
-        and the undecorated function."""
+    def _decorator_object(self, frame: Frame, index: int) -> Any:
+        """A decorator object of the function: its expression evaluated as the module did on import."""
         expression = _code(frame.fn.decorators[index].decorator).strip()
-        decorator = eval(compile(expression, frame.planned.path, "eval"), frame.module_globals)  # noqa: S307
-        function = _import_object(FunctionRef.parse(frame.planned.function))
-        d_alias, f_alias = f"decorator__{frame.index}_{index}", f"function__{frame.index}"
-        self.globals[d_alias] = decorator
-        self.globals[f_alias] = function
-        return d_alias, f_alias, decorator, function
+        return eval(compile(expression, frame.planned.path, "eval"), frame.module_globals)  # noqa: S307
 
     def _check_code(self, frame: Frame, wrappers: int) -> None:
         """The function that runs must be the analysed one under exactly its wrapper decorators

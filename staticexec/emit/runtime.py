@@ -118,6 +118,20 @@ def _stand_in(fn: Callable, body: Callable) -> Callable:
     return body
 
 
+@functools.lru_cache(maxsize=256)
+def method_wrapper(class_decorator: Callable, name: str) -> Callable:
+    """A function decorator that does to a function what `class_decorator` does to a class's method `name`:
+    the class decorator applied to a bare class holding the function, the class's `name` taken back (the
+    function itself when the decorator leaves it). Made once per decorator and name, as `_decorated` keys on it."""
+
+    def decorate(fn: Callable) -> Callable:
+        holder = type(f"{name}_holder", (), {name: fn})
+        made = class_decorator(holder)
+        return (made if isinstance(made, type) else holder).__dict__.get(name, fn)
+
+    return decorate
+
+
 def _call(wrapped: Callable, self: Any, kw: dict) -> Any:
     return wrapped(self, **kw) if self is not None else wrapped(**kw)
 

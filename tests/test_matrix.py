@@ -11,7 +11,7 @@ from staticexec.check import matrix
 
 def test_the_cases_are_the_tested_groups_and_a_fixed_sample():
     cases = matrix.cases()
-    assert len(cases) == 14 + 12 + 4 + 40 + 12
+    assert len(cases) == 14 + 12 + 4 + 40 + 12 + 14
     assert [c.arch for c in cases if c.group == "foundation"] == test_architectures.ARCHITECTURES
     vlm = [(c.arch, c.sample, set(c.targets)) for c in cases if c.group == "vision-and-text"]
     assert vlm == [(a, "multimodal", set(v + t)) for a, v, t in test_architectures.VISION_AND_TEXT]
@@ -22,6 +22,10 @@ def test_the_cases_are_the_tested_groups_and_a_fixed_sample():
     assert len(set(sample)) == 40 and not set(sample) & {c.arch for c in cases if c.group != "sample"}
     processed = [c for c in cases if c.group == "processor-samples"]
     assert len({c.arch for c in processed}) == 12 and all(c.sample == "multimodal" and not c.targets for c in processed)
+    below = [(c.arch, c.targets) for c in cases if c.group == "below-the-layer"]
+    assert [a for a, _ in below] == test_architectures.ARCHITECTURES
+    for arch, targets in below:  # as test_verify_below_the_layer chooses them: every Linear, GPT-2's Conv1D too
+        assert set(targets) == ({"Linear", "Conv1D"} if arch == "GPT2LMHeadModel" else {"Linear"})
     for case in cases:
         assert matrix.Case.parse(case.spec) == matrix.Case("", case.arch, case.sample, case.targets)
 
@@ -42,7 +46,7 @@ def test_the_report_counts_each_release_and_names_every_not_ok(tmp_path):
     report = tmp_path / "compatibility.md"
     matrix.write_report(str(tmp_path), str(report))
     text = report.read_text()
-    assert "| 5.17.0 | 79 | 1 | 1 | 1 | 13/14 | 12/12 | 4/4 | 40/40 | 10/12 |" in text
+    assert "| 5.17.0 | 93 | 1 | 1 | 1 | 13/14 | 12/12 | 4/4 | 40/40 | 12/12 | 12/14 |" in text
     assert "| 5.25.0 | not run |" in text
     assert "- **not ok** (mismatch), 1 case: subgraphs raised TypeError: boom" in text
     assert f"  - {cases[0].arch} [foundation]" in text
@@ -59,8 +63,8 @@ def test_the_report_is_written_from_the_committed_results_of_every_release(tmp_p
     report = tmp_path / "compatibility.md"
     matrix.write_report(str(tmp_path), str(report))
     text = report.read_text()
-    assert f"| 5.20.2 | 82 | 0 | 0 | 0 | 14/14 | 12/12 | 4/4 | 40/40 | 12/12 | `{matrix.analysis_key()}` |" in text
-    assert "| 5.17.0 | 82 | 0 | 0 | 0 | 14/14 | 12/12 | 4/4 | 40/40 | 12/12 | `0123456789ab` (older code) |" in text
+    assert f"| 5.20.2 | 96 | 0 | 0 | 0 | 14/14 | 12/12 | 4/4 | 40/40 | 12/12 | 14/14 | `{matrix.analysis_key()}` |" in text
+    assert "| 5.17.0 | 96 | 0 | 0 | 0 | 14/14 | 12/12 | 4/4 | 40/40 | 12/12 | 14/14 | `0123456789ab` (older code) |" in text
     assert "| 5.25.0 | not run |" in text
     assert matrix.complete(current) and not matrix.complete(older)
     assert not matrix.complete({**current, "rows": dict(list(rows.items())[1:])})

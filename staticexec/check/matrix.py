@@ -96,12 +96,18 @@ PROCESSOR_SAMPLES = [
     "Pix2StructForConditionalGeneration", "T5Gemma2ForConditionalGeneration", "VideoLlama3ForConditionalGeneration",
 ]
 
+# the foundation architectures split below the layer, every Linear a target (and GPT-2's Conv1D), as
+# `verify --targets-from linear` chooses them (check/samples.py: linear_targets): the attention forwards are
+# inlined, under the class decorators that wrap them where the release has kernels (from 5.25, always)
+BELOW_THE_LAYER = [(a, ("Linear", "Conv1D") if a == "GPT2LMHeadModel" else ("Linear",)) for a in FOUNDATION]
+
 GROUPS = {
     "foundation": "the 14 foundation architectures",
     "vision-and-text": "12 vision-language models, multimodal samples, vision and text layers as targets",
     "encoder-decoder": "encoder and decoder layers as targets",
     "sample": "40 more, spread over every task",
     "processor-samples": "12 vision-language models, samples made by their own processor, default targets",
+    "below-the-layer": "the 14 foundation architectures, every Linear (GPT-2's Conv1D too) a target",
 }
 VERDICTS = ("ok", "refused", "not-ok", "absent")
 RESULTS = os.path.join("docs", "compatibility")
@@ -136,13 +142,14 @@ class Case:
 
 
 def cases() -> list[Case]:
-    """The fixed cases every release runs: foundation, vision-and-text, encoder-decoder, sample and
-    processor-samples groups."""
+    """The fixed cases every release runs: foundation, vision-and-text, encoder-decoder, sample,
+    processor-samples and below-the-layer groups."""
     out = [Case("foundation", a) for a in FOUNDATION]
     out += [Case("vision-and-text", a, "multimodal", tuple(v + t)) for a, v, t in VISION_AND_TEXT]
     out += [Case("encoder-decoder", a, s, tuple(t)) for a, t, s in ENCODER_DECODER]
     out += [Case("sample", a, s) for a, s in SAMPLE]
     out += [Case("processor-samples", a, "multimodal") for a in PROCESSOR_SAMPLES]
+    out += [Case("below-the-layer", a, "text", t) for a, t in BELOW_THE_LAYER]
     return out
 
 
@@ -346,14 +353,14 @@ def write_report(folder: str, path: str) -> None:
         "a model that can't be built or run). absent: the release has no such architecture.",
         "",
         "| release | ok | refused | not ok | absent | foundation | vision and text | encoder-decoder | sample "
-        "| processor samples | analysis |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| processor samples | below the layer | analysis |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     details: list[str] = []
     for release in RELEASES:
         data = _read(results_path(folder, release))
         if not data:
-            lines.append(f"| {release} | not run | | | | | | | | | |")
+            lines.append(f"| {release} | not run |" + " |" * (len(VERDICTS) + len(GROUPS)))
             continue
         rows = data["rows"]
         counts = dict.fromkeys(VERDICTS, 0)

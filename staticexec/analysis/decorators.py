@@ -3,12 +3,13 @@
 The names below are the decorators a plan accepts. An *inert* one has no behaviour at call time; a
 *wrapper* is run for real around the inlined body, in parts, by emit/runtime.py; a *context* is a
 context manager the body runs in (`torch.no_grad()`), entered around each subgraph's part of it. A reaching function
-with any other decorator makes the plan refuse. The call graph and the plan read this table; nothing
-here runs at emission or run time.
+with any other decorator makes the plan refuse. The call graph and the plan read this table.
 
-A class decorator may wrap a method too: `CLASS_WRAPPERS` names those the plan records for each method of
-the class (`class_decorators`), run as wrappers outside the method's own. Any other class decorator is not
-recorded; if it replaced the method, the emission's check of the code that runs refuses (emit/imported.py).
+A class decorator may wrap a method too: `CLASS_WRAPPERS` names those the plan records for the methods
+they wrap (`class_decorators`), run as wrappers outside the method's own. Emission reads the class's
+decorators again (emit/classwrap.py), to check the plan against the source. Any other class decorator is
+not recorded; if it replaced the method, the emission's check of the code that runs refuses
+(emit/imported.py).
 """
 
 from __future__ import annotations
@@ -41,19 +42,22 @@ MODELS: dict[str, str] = {
     "no_grad": CONTEXT,
 }
 
-# class decorators that may replace a method with a wrapper around it (functools.wraps), run in parts as a
-# method's wrapper decorators are: kernels' `use_kernelized_func` (a hard dependency of transformers from 5.25)
-# wraps `forward` to route calls of kernel functions to the instance's own for the length of the call
-CLASS_WRAPPERS = ("use_kernelized_func",)
+# class decorators that may replace methods with wrappers around them (functools.wraps), run in parts as a
+# method's wrapper decorators are, by the methods they wrap: kernels' `use_kernelized_func` (a dependency of
+# transformers from 5.25) wraps `forward` to route calls of kernel functions to the instance's own for the
+# length of the call
+CLASS_WRAPPERS: dict[str, tuple[str, ...]] = {"use_kernelized_func": ("forward",)}
 
 
-def class_wrapper_names(node: ast.ClassDef) -> list[str]:
-    """The class's decorators that `CLASS_WRAPPERS` lists, outermost first, as their source expressions."""
+def class_wrapper_names(node: ast.ClassDef, method: str) -> list[tuple[str, int]]:
+    """The class's decorators that `CLASS_WRAPPERS` lists for `method`, outermost first: each one's source
+    expression and line."""
     out = []
     for dec in node.decorator_list:
         func = dec.func if isinstance(dec, ast.Call) else dec
-        if isinstance(func, ast.Name) and func.id in CLASS_WRAPPERS:  # by a plain name, as `base_name` reads it
-            out.append(ast.unparse(dec))
+        # by a plain name, as `base_name` reads it
+        if isinstance(func, ast.Name) and method in CLASS_WRAPPERS.get(func.id, ()):
+            out.append((ast.unparse(dec), dec.lineno))
     return out
 
 

@@ -353,7 +353,7 @@ def _user_decorators(ctx, names: list[str]) -> list[str]:
     out = []
     for name in names:
         base = base_name(name)
-        if base not in MODELS and base not in CLASS_WRAPPERS or base == "staticmethod":
+        if (base not in MODELS and base not in CLASS_WRAPPERS) or base == "staticmethod":
             continue
         origin = _binding_module(sf.tree, base)
         homes = ("transformers", "kernels") if base in CLASS_WRAPPERS else ("transformers",)
@@ -518,11 +518,14 @@ def build_plan(
         start, end = ctx.span(ctx.node)
         owner = analysis.ref.owner
         owner_node = ctx.sf.find_class(owner.name) if owner is not None else None
-        class_decorators = class_wrapper_names(owner_node) if owner_node is not None else []
+        class_wrappers = class_wrapper_names(owner_node, analysis.ref.name) if owner_node is not None else []
+        class_decorators = [name for name, _ in class_wrappers]
         for name in _user_decorators(ctx, class_decorators):
-            refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node),
-                                                 f"@{name} on {owner.name} is not the {name.partition('(')[0]} of transformers or kernels, "
-                                                 "only named like it"))
+            line = next(line for n, line in class_wrappers if n == name)
+            refusal = UnsupportedDecorator(ctx.sf.relpath, line, f"@{name} on {owner.name} is not the "
+                                           f"{name.partition('(')[0]} of transformers or kernels, only named like it")
+            if refusal not in refusals:
+                refusals.append(refusal)
         functions[nid] = Function(
             function=str(analysis.ref),
             self_class=str(analysis.self_class) if analysis.self_class else None,

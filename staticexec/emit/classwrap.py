@@ -22,24 +22,24 @@ from staticexec.messages import DecoratorMismatch, Refused
 
 def class_wrappers(planned: Function, module_globals: dict) -> list[tuple[str, Callable]]:
     """(expression, function decorator) for each of the plan's class decorators that wraps the method,
-    outermost first."""
-    if not planned.class_decorators:
-        return []
+    outermost first. The class's source must have the decorators the plan has, no more and no fewer."""
     ref = FunctionRef.parse(planned.function)
     owner = ref.owner
-    sf = load_module(ref.module) if owner is not None else None
-    node = sf.find_class(owner.name) if sf is not None and owner is not None else None
-    now = class_wrapper_names(node) if node is not None else []
+    if owner is None:
+        return []
+    sf = load_module(ref.module)
+    node = sf.find_class(owner.name) if sf is not None else None
+    now = [name for name, _ in class_wrapper_names(node, ref.name)] if node is not None else []
     where = (planned.path, planned.lines[0])
     if now != list(planned.class_decorators):
-        have = ", ".join(f"@{d}" for d in now) or "none"
-        raise Refused([DecoratorMismatch(*where, f"the plan has @{', @'.join(planned.class_decorators)} on the class "
-                                                 f"of {ref.qualname}, its source now {have}: make the plan again")])
+        have = ", ".join(f"@{d}" for d in planned.class_decorators) or "none"
+        has = ", ".join(f"@{d}" for d in now) or "none"
+        raise Refused([DecoratorMismatch(*where, f"the plan has {have} on the class of {ref.qualname} where its "
+                                                 f"source now has {has}: make the plan again")])
     out = []
     for expression in planned.class_decorators:
         try:
-            decorator = eval(compile(expression, planned.path, "eval"), module_globals)  # noqa: S307
-            as_function = runtime.method_wrapper(decorator, ref.name)
+            as_function = runtime.method_wrapper(decorator_object(expression, planned.path, module_globals), ref.name)
             wraps = as_function(_bare) is not _bare
         except Exception as exc:
             raise Refused([DecoratorMismatch(*where, f"@{expression} on the class of {ref.qualname} could not be "
@@ -47,6 +47,11 @@ def class_wrappers(planned: Function, module_globals: dict) -> list[tuple[str, C
         if wraps:
             out.append((expression, as_function))
     return out
+
+
+def decorator_object(expression: str, path: str, module_globals: dict) -> Any:
+    """A decorator's expression evaluated in its module's namespace, as the module did on import."""
+    return eval(compile(expression, path, "eval"), module_globals)  # noqa: S307
 
 
 def _bare(*args: Any, **kwargs: Any) -> None:

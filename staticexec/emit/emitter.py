@@ -37,7 +37,7 @@ from staticexec.analysis.planner import statement_blocks, exits, expression_guar
 from staticexec.analysis.functions import local_bindings, param_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
-from staticexec.emit.classwrap import class_wrappers
+from staticexec.emit.classwrap import class_wrappers, decorator_object
 from staticexec.emit.cut import Step, build_subgraphs
 from staticexec.emit.imported import running_code_refusal
 from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
@@ -516,23 +516,29 @@ class Emitter:
         if hooks is not None:
             held, where, n_positional = hooks
             self._add(frame, f"{held} = {RUNTIME}.hooks_enter({self_var}, {kw}, {n_positional}, {where!r})\n", start)
-        wrappers = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.WRAPPER]
-        contexts = [i for i, name in enumerate(decorators) if deco.MODELS[deco.base_name(name)] == deco.CONTEXT]
+        kinds = [deco.MODELS[deco.base_name(name)] for name in decorators]
         outer = class_wrappers(frame.planned, frame.module_globals)  # the class's, outside the method's own
-        # a context decorator wraps too (functools.wraps)
-        self._check_code(frame, len(outer) + len(wrappers) + len(contexts))
-        for i in contexts:
-            frame.scopes = frame.scopes + (self._context_decorator(frame, i),)
+        objects = {i: decorator_object(_code(frame.fn.decorators[i].decorator).strip(), frame.planned.path,
+                                       frame.module_globals) for i, kind in enumerate(kinds) if kind != deco.INERT}
+        function = None
+        if outer or objects:  # the undecorated function, which each wrapper is made around again
+            function = _import_object(FunctionRef.parse(frame.planned.function))
+        contexts = [self._context_decorator(frame, i, objects[i]) for i, kind in enumerate(kinds) if kind == deco.CONTEXT]
+        # every wrapping decorator, outermost first, as staticexec runs it (a context decorator wraps too)
+        layers = [decorator for _, decorator in outer] + [objects[i] for i in sorted(objects)]
+        self._check_code(frame, [runtime.made_wrapper(decorator, function) for decorator in layers])
+        frame.scopes = frame.scopes + tuple(contexts)  # inside the wrappers' scopes: for no_grad the order is moot
         runs = []  # (expression, decorator object, state, scope, decorator's global), outermost first
         for i, (expression, decorator) in enumerate(outer):
             runs.append((expression, decorator, f"cdec{i}__{frame.index}", f"cscope{i}__{frame.index}",
                          f"class_decorator__{frame.index}_{i}"))
-        for i in wrappers:
-            runs.append((decorators[i], self._decorator_object(frame, i), f"dec{i}__{frame.index}",
-                         f"scope{i}__{frame.index}", f"decorator__{frame.index}_{i}"))
+        for i, kind in enumerate(kinds):
+            if kind == deco.WRAPPER:
+                runs.append((decorators[i], objects[i], f"dec{i}__{frame.index}", f"scope{i}__{frame.index}",
+                             f"decorator__{frame.index}_{i}"))
         f_alias = f"function__{frame.index}"
-        if runs:  # the undecorated function, which each wrapper is made around again
-            function = self.globals[f_alias] = _import_object(FunctionRef.parse(frame.planned.function))
+        if runs:
+            self.globals[f_alias] = function
         for expression, decorator, state, scope, d_alias in runs:
             self.globals[d_alias] = decorator
             where = self._origin(frame, start)
@@ -583,32 +589,28 @@ class Emitter:
             if isinstance(star, cst.Param):
                 frame.defined.add(star.name.value)
 
-    def _context_decorator(self, frame: Frame, index: int) -> str:
-        """The `with` item that enters what a context decorator (`@torch.no_grad()`) enters, afresh each time."""
+    def _context_decorator(self, frame: Frame, index: int, obj: Any) -> str:
+        """The `with` item that enters what a context decorator (`@torch.no_grad()`, evaluated as `obj`)
+        enters, afresh each time."""
         import torch
 
-        expression = _code(frame.fn.decorators[index].decorator).strip()
-        obj = eval(compile(expression, frame.planned.path, "eval"), frame.module_globals)  # noqa: S307
         if type(obj) is not torch.no_grad and obj is not torch.no_grad:
+            expression = _code(frame.fn.decorators[index].decorator).strip()
             raise Refused([DecoratorMismatch(frame.planned.path, frame.planned.lines[0],
                                              f"@{expression} is not torch's no_grad")])
         self.globals["no_grad__"] = torch.no_grad
         return "no_grad__()"
 
-    def _decorator_object(self, frame: Frame, index: int) -> Any:
-        """A decorator object of the function: its expression evaluated as the module did on import."""
-        expression = _code(frame.fn.decorators[index].decorator).strip()
-        return eval(compile(expression, frame.planned.path, "eval"), frame.module_globals)  # noqa: S307
-
-    def _check_code(self, frame: Frame, wrappers: int) -> None:
-        """The function that runs must be the analysed one under exactly its wrapper decorators
-        (imported.py compares code objects, not names), and the subgraph where the call starts
+    def _check_code(self, frame: Frame, layers: list) -> None:
+        """The function that runs must be the analysed one under exactly its wrapper decorators, each
+        layer the wrapper its decorator makes (`layers`, outermost first; imported.py compares code
+        objects, not names), and the subgraph where the call starts
         checks again that it still is (runtime.expect_forward / expect_method / expect_global)."""
         if frame.running is None:
             return
         key = (id(frame.running), frame.planned.function)
         if key not in self._code_checked:
-            self._code_checked[key] = running_code_refusal(frame.planned, frame.running, wrappers, frame.self_obj)
+            self._code_checked[key] = running_code_refusal(frame.planned, frame.running, layers, frame.self_obj)
         refusal = self._code_checked[key]
         if refusal is not None:
             raise Refused([refusal])

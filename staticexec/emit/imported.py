@@ -94,9 +94,15 @@ def _shape(code: types.CodeType) -> tuple:
     return (code.co_code, code.co_names, code.co_varnames, code.co_freevars, consts)
 
 
-def running_code_refusal(planned: Function, running: Any, wrappers: int, owner: Any = None) -> Message | None:
-    """A ReplacedForward when `running` is not the analysed function under its `wrappers` declared
-    wrapper decorators (each sets `__wrapped__`), naming the file and line of the code that runs.
+def running_code_refusal(planned: Function, running: Any, layers: list, owner: Any = None) -> Message | None:
+    """A ReplacedForward when `running` is not the analysed function under its declared wrappers, naming the
+    file and line of the code that runs.
+
+    `layers` holds, outermost first, the wrapper each declared wrapper decorator makes (as staticexec will
+    run it): the running function must be exactly such a wrapper at each layer, each linked to the next by
+    `__wrapped__`, down to the analysed code. A layer is compared by its code object, which every wrapper
+    one decorator makes shares, so a different wrapper in its place (`functools.wraps` copies the names)
+    is refused, not run as the declared one.
 
     One wrapper that no source line declares is modelled (docs/decorators.md): transformers'
     `GradientCheckpointingLayer` wraps every subclass's `forward` when the class is made, and the
@@ -105,23 +111,39 @@ def running_code_refusal(planned: Function, running: Any, wrappers: int, owner: 
     fn = running
     while _checkpointing_wrapper_passes_through(fn, owner):
         fn = fn.__wrapped__
-    for _ in range(wrappers):
-        fn = getattr(fn, "__wrapped__", None)
+    odd = None  # the first layer that is not the wrapper its decorator makes
+    for made in layers:
         if fn is None:
             break
+        if odd is None and not _same_code(getattr(fn, "__code__", None), getattr(made, "__code__", None)):
+            odd = fn
+        fn = getattr(fn, "__wrapped__", None)
     code = getattr(fn, "__code__", None)
     expected = _analysed_code(ref)
-    if code is not None and expected is not None and _shape(code) == _shape(expected) \
-            and code.co_qualname == expected.co_qualname and _same_file(code.co_filename, expected.co_filename):
-        return None
     if expected is None:  # the analysed source can't be compiled here: nothing to compare with
         return None
-    where = getattr(getattr(running, "__func__", running), "__code__", None)
+    if odd is None and _same_code(code, expected):
+        return None
+    shown = odd if odd is not None else running
+    where = getattr(getattr(shown, "__func__", shown), "__code__", None)
     path, line = (relative(where.co_filename), where.co_firstlineno) if where is not None else (planned.path, planned.lines[0])
-    what = where.co_qualname if where is not None else getattr(running, "__qualname__", type(running).__name__)
+    what = where.co_qualname if where is not None else getattr(shown, "__qualname__", type(shown).__name__)
+    wrappers = len(layers)
+    under = f" (under {wrappers} declared wrapper(s))" if wrappers else ""
+    if odd is not None:
+        return ReplacedForward(path, line, f"{ref.qualname} ({planned.path}:{planned.lines[0]}) is analysed{under}, "
+                                           f"but a wrapper that runs is {what} defined here, not one its "
+                                           "decorators make")
     return ReplacedForward(path, line, f"{ref.qualname} ({planned.path}:{planned.lines[0]}) is analysed, but the code "
-                                       f"that runs is {what} defined here" + (f" (under {wrappers} declared wrapper(s))"
-                                                                              if wrappers else ""))
+                                       f"that runs is {what} defined here{under}")
+
+
+def _same_code(code: types.CodeType | None, expected: types.CodeType | None) -> bool:
+    """The same code: one object, or compiled alike from the same function of the same file."""
+    if code is None or expected is None:
+        return False
+    return code is expected or (_shape(code) == _shape(expected) and code.co_qualname == expected.co_qualname
+                                and _same_file(code.co_filename, expected.co_filename))
 
 
 def _checkpointing_wrapper_passes_through(fn: Any, owner: Any) -> bool:

@@ -118,11 +118,10 @@ def _stand_in(fn: Callable, body: Callable) -> Callable:
     return body
 
 
-@functools.lru_cache(maxsize=256)
 def method_wrapper(class_decorator: Callable, name: str) -> Callable:
     """A function decorator that does to a function what `class_decorator` does to a class's method `name`:
     the class decorator applied to a bare class holding the function, the class's `name` taken back (the
-    function itself when the decorator leaves it). Made once per decorator and name, as `_decorated` keys on it."""
+    function itself when the decorator leaves it)."""
 
     def decorate(fn: Callable) -> Callable:
         holder = type(f"{name}_holder", (), {name: fn})
@@ -146,6 +145,14 @@ def _decorated(decorator: Callable, fn: Callable) -> tuple[Callable, list]:
         return bodies[-1](*args, **kwargs)
 
     return decorator(_stand_in(fn, stand_in)), bodies
+
+
+def made_wrapper(decorator: Callable, fn: Callable) -> Callable:
+    """The wrapper the decorator makes around a stand-in for `fn`: what `_through` runs for it."""
+    try:
+        return _decorated(decorator, fn)[0]
+    except TypeError:  # a decorator that can't be a cache key
+        return decorator(_stand_in(fn, lambda *args, **kwargs: None))
 
 
 def _through(decorator: Callable, fn: Callable, body: Callable, self: Any, kw: dict) -> Any:

@@ -17,6 +17,15 @@ work on the first, a middle and the last subgraph is timed on its own:
 The middle subgraph's decoder layer, called directly with the inputs the model's forward gives it, is
 the baseline: what a subgraph costs beyond it is the backend's overhead.
 
+A second table splits three of those parts further:
+
+- the middle forward: the backend's compiled code called alone (staticexec's emitted function, llm-compressor's
+  `forward` of the graph's Python code), and what the backend's `Subgraph.forward` adds around it;
+- staticexec's first update and last fetch: the part spent on the wrappers' states and scopes (the
+  `WrapperState` and `WrapperScope` values that carry transformers' forward wrappers, such as
+  `can_return_tuple`, from the first subgraph to the last; a wrapper that set nothing for the call passes
+  None as its scope, counted with the others), and the part spent on the other values.
+
 Each part is timed twice: warm (called again and again, as a tight loop leaves the processor's caches)
 and disturbed (another model's forward runs before each call, as a decoder layer's work runs between
 two subgraphs of a chain). All parts run interleaved, in rotating order; medians, in µs.
@@ -59,8 +68,25 @@ def prepared(model, subgraphs, batch) -> list[tuple]:
     return states
 
 
+def code_alone(subgraph):
+    """The backend's compiled code of a subgraph that has run once, called without its `Subgraph.forward`."""
+    from staticexec.emit.run import Subgraph
+
+    if isinstance(subgraph, Subgraph):
+        return subgraph._fn
+    return subgraph._code.globals["forward"]
+
+
+def of_wrappers(values: dict, wanted: bool) -> dict:
+    """The values that carry a forward wrapper from the first subgraph to the last (or all the others)."""
+    from staticexec.emit.runtime import WrapperScope, WrapperState
+
+    return {k: v for k, v in values.items() if isinstance(v, (WrapperState, WrapperScope)) == wanted}
+
+
 def parts(model, subgraphs, batch, prefix: str) -> dict:
-    """The timed calls of one backend: fetch, forward and update of the first, a middle and the last subgraph."""
+    """The timed calls of one backend: fetch, forward and update of the first, a middle and the last subgraph,
+    and the finer parts of the second table."""
     from llmcompressor.pipelines.cache import IntermediatesCache
 
     states = prepared(model, subgraphs, batch)
@@ -74,6 +100,16 @@ def parts(model, subgraphs, batch, prefix: str) -> dict:
         if where != "last":  # into a cache of its own, which each call fills again with the same values
             target = IntermediatesCache.empty(1, torch.device("cpu"))
             out[(prefix, where, "update")] = lambda t=target, o=outputs: t.update(0, o)
+        if where == "middle":
+            out[(prefix, where, "code alone")] = lambda f=code_alone(subgraph), i=inputs: f(model, **i)
+        if prefix == "staticexec" and where == "first":
+            for wanted, name in ((True, "update, wrappers"), (False, "update, others")):
+                target = IntermediatesCache.empty(1, torch.device("cpu"))
+                out[(prefix, where, name)] = lambda t=target, o=of_wrappers(outputs, wanted): t.update(0, o)
+        if prefix == "staticexec" and where == "last":
+            for wanted, name in ((True, "fetch, wrappers"), (False, "fetch, others")):
+                names = list(of_wrappers(inputs, wanted))
+                out[(prefix, where, name)] = lambda c=cache, n=names: c.fetch(0, n)
     return out
 
 
@@ -142,8 +178,8 @@ def report(medians: dict, layers: int, subgraphs: tuple[int, int], repeat: int) 
     direct = {mode: medians[(("layer", "middle", "called directly"), mode)] for mode in ("warm", "disturbed")}
 
     def summed(backend: str, mode: str, wheres: tuple[str, ...]) -> float:
-        return sum(value for ((who, where, _), m), value in medians.items() if who == backend and m == mode
-                   and where in wheres)
+        return sum(value for ((who, where, part), m), value in medians.items() if who == backend and m == mode
+                   and where in wheres and part in ("fetch", "forward", "update"))
 
     lines = [("the middle subgraph's decoder layer, called directly", lambda mode: direct[mode])]
     for backend in ("llm-compressor", "staticexec"):
@@ -153,6 +189,24 @@ def report(medians: dict, layers: int, subgraphs: tuple[int, int], repeat: int) 
         lines.append((f"{backend}: the first and the last subgraph, all parts",
                       lambda mode, b=backend: summed(b, mode, ("first", "last"))))
     summary = "\n".join(f"| {name} | {value('warm'):.1f} | {value('disturbed'):.1f} |" for name, value in lines)
+
+    def cell(backend: str, where: str, part: str, mode: str) -> str:
+        value = medians.get(((backend, where, part), mode))
+        return "" if value is None else f"{value:.1f}"
+
+    def beyond(backend: str, mode: str) -> str:
+        whole, code = (medians[((backend, "middle", part), mode)] for part in ("forward", "code alone"))
+        return f"{whole - code:.1f}"
+
+    split = [("middle", "forward: the compiled code alone", lambda b, m: cell(b, "middle", "code alone", m)),
+             ("middle", "forward: what `Subgraph.forward` adds", beyond)]
+    for where, part in (("first", "update"), ("last", "fetch")):
+        for suffix, what in (("wrappers", "the wrappers' states and scopes"), ("others", "the other values")):
+            split.append((where, f"{part}: {what}",
+                          lambda b, m, w=where, p=f"{part}, {suffix}": cell(b, w, p, m)))
+    finer = "\n".join(f"| {where} | {part} | " + " | ".join(value(b, m) for m in ("warm", "disturbed")
+                                                            for b in ("llm-compressor", "staticexec")) + " |"
+                       for where, part, value in split)
     return f"""{BEGIN}
 Measured by `benchmarks/where_time_goes.py` in `.venv-client` (llm-compressor {_version("llmcompressor")},
 transformers {transformers.__version__}, torch {torch.__version__}, {platform.machine()}, one torch thread):
@@ -167,6 +221,12 @@ after itself; disturbed: another model's forward run before it, as a layer's wor
 | sum | warm | disturbed |
 |---|---|---|
 {summary}
+
+Split further (the same run; each part timed on its own, so parts need not add up exactly):
+
+| subgraph | part | llm-compressor, warm | staticexec, warm | llm-compressor, disturbed | staticexec, disturbed |
+|---|---|---|---|---|---|
+{finer}
 {END}"""
 
 

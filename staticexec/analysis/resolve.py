@@ -30,7 +30,7 @@ from staticexec.analysis.classes import (
 )
 from staticexec.analysis.observed import Observed
 from staticexec.analysis.functions import FunctionContext, bind_arguments, function_context
-from staticexec.analysis.scopes import free_called_names, walk
+from staticexec.analysis.scopes import comprehension_variables, free_called_names, walk
 from staticexec.analysis.session import current
 from staticexec.analysis.names import Definition, load_definition_file
 from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, is_nested_function
@@ -517,6 +517,8 @@ class Resolver(ClassIndex):
         ):
             if ctx.sf.top_level(name) is None:
                 return one(Function(FunctionRef("builtins", name)))
+        if id(node) in comprehension_variables(ctx.node.body):  # not the module's name of that spelling
+            return unknown(f"`{name}` is a comprehension's variable, which the analysis does not follow", ctx.line(node))
         return self._eval_global(node, ctx)
 
     def _eval_local(self, name: str, ctx: FunctionContext, env: dict[str, Value]) -> Value:

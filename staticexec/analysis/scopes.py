@@ -90,6 +90,37 @@ def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name
     return used
 
 
+COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def comprehension_variables(body: cst.CSTNode) -> frozenset[int]:
+    """The ids of the names in `body` that read a comprehension's own variable (`p` in `[p.flatten(1) for p in
+    patches]`): a name bound by a comprehension's `for`, read in its element, its conditions or a later `for`'s
+    iterable. Python gives a comprehension a scope of its own, so such a name is neither the function's local
+    nor the module's name of that spelling. Kept per body for the session."""
+    table = current().table("scopes.comprehension_variables")
+    hit = table.get(id(body))
+    if hit is not None and hit[0] is body:
+        return hit[1]
+    found: set[int] = set()
+    for comp in walk(body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda), only=COMPREHENSIONS):
+        bound: set[str] = set()
+        scoped: list[cst.CSTNode] = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
+        for_in: cst.CompFor | None = comp.for_in
+        while for_in is not None:
+            bound.update(n.value for n in walk(for_in.target, only=(cst.Name,)))
+            scoped.extend(cond.test for cond in for_in.ifs)
+            if for_in is not comp.for_in:  # the first iterable is read in the scope around the comprehension
+                scoped.append(for_in.iter)
+            for_in = for_in.inner_for_in
+        for node in scoped:
+            found.update(id(n) for n in walk(node, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda), only=(cst.Name,))
+                         if n.value in bound)
+    out = frozenset(found)
+    table[id(body)] = (body, out)
+    return out
+
+
 def _all_params(params: cst.Parameters) -> list[cst.Param]:
     out = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
     for star in (params.star_arg, params.star_kwarg):

@@ -1,0 +1,80 @@
+"""A comprehension's variable is a name of its own: neither the function's local nor the module's name of that spelling.
+
+The resolver does not follow a comprehension's variable into the items of its iterable when the
+variable is read where the call graph looks (a call in the comprehension's element). A refusal or
+an unresolved call must then say that, and not describe the module-level name of the same spelling.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+import torch
+
+import staticexec
+from staticexec.analysis.scopes import comprehension_variables, walk
+from staticexec.analysis.source import ClassRef
+from staticexec.messages import Refused
+
+MODEL = '''
+import torch
+from torch import nn
+
+
+def layer(x):
+    """A module-level function spelled like the comprehension's variable below."""
+    return x
+
+
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Layer() for _ in range(3)])
+
+    def forward(self, h):
+        outs = [layer(h) for layer in self.layers]
+        return torch.stack(outs).sum(0)
+'''
+
+
+def test_a_call_through_a_comprehension_variable_is_refused_as_what_it_is(tmp_path, monkeypatch):
+    (tmp_path / "shadowing_comprehension_model.py").write_text(MODEL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(Refused) as caught:
+        staticexec.analyse(ClassRef("shadowing_comprehension_model", "Model"), ["Layer"])
+    (message,) = caught.value.messages
+    assert message.line == MODEL.splitlines().index("        outs = [layer(h) for layer in self.layers]") + 1
+    assert "`layer` is a comprehension's variable, which the analysis does not follow" in str(message)
+    assert "not a simple assignment" not in str(message)
+
+
+def _read_names(code: str) -> list[str]:
+    """The names `comprehension_variables` reports for a function's body, in source order."""
+    body = cst.parse_module(code).body[0].body
+    found = comprehension_variables(body)
+    return [n.value for n in walk(body, only=(cst.Name,)) if id(n) in found]
+
+
+def test_the_names_a_comprehension_binds_are_found_where_its_scope_reads_them():
+    code = '''
+def f(p, items, rows):
+    a = [p.flatten(1) for p in items if p.numel()]
+    b = {k: v(p) for k, v in p.items()}
+    c = [q for row in rows for q in row]
+    d = [lambda p: p for p in items]
+    return p
+'''
+    # `p` in `[... for p in items if p.numel()]`: the element and the condition, not the parameter read after
+    # it; in `b`, the key and the value's callee, not `p`, which that comprehension does not bind (its first
+    # iterable is read in the function's scope); `row` as the second `for`'s iterable; a lambda is a scope
+    # of its own
+    assert _read_names(code.strip() + "\n") == ["p", "p", "k", "v", "q", "row"]

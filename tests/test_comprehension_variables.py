@@ -70,11 +70,13 @@ def f(p, items, rows):
     a = [p.flatten(1) for p in items if p.numel()]
     b = {k: v(p) for k, v in p.items()}
     c = [q for row in rows for q in row]
+    e = [(a, b, rest) for a, (b, *rest) in items]
+    g = [p.x for p.x in items]
     d = [lambda p: p for p in items]
     return p
 '''
     # `p` in `[... for p in items if p.numel()]`: the element and the condition, not the parameter read after
     # it; in `b`, the key and the value's callee, not `p`, which that comprehension does not bind (its first
     # iterable is read in the function's scope); `row` as the second `for`'s iterable; a lambda is a scope
-    # of its own
-    assert _read_names(code.strip() + "\n") == ["p", "p", "k", "v", "q", "row"]
+    # of its own; an unpacked target binds each of its names, an attribute target none
+    assert _read_names(code.strip() + "\n") == ["p", "p", "k", "v", "q", "row", "a", "b", "rest"]

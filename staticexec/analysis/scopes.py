@@ -108,7 +108,7 @@ def comprehension_variables(body: cst.CSTNode) -> frozenset[int]:
         scoped: list[cst.CSTNode] = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
         for_in: cst.CompFor | None = comp.for_in
         while for_in is not None:
-            bound.update(n.value for n in walk(for_in.target, only=(cst.Name,)))
+            bound.update(_bound_names(for_in.target))
             scoped.extend(cond.test for cond in for_in.ifs)
             if for_in is not comp.for_in:  # the first iterable is read in the scope around the comprehension
                 scoped.append(for_in.iter)
@@ -119,6 +119,17 @@ def comprehension_variables(body: cst.CSTNode) -> frozenset[int]:
     out = frozenset(found)
     table[id(body)] = (body, out)
     return out
+
+
+def _bound_names(target: cst.BaseExpression) -> list[str]:
+    """The names a `for` target binds: `x`, each of `(a, (b, *c))`; none for `obj.x` or `x[i]`, which bind none."""
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _bound_names(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
 
 
 def _all_params(params: cst.Parameters) -> list[cst.Param]:

@@ -57,6 +57,29 @@ def test_a_call_through_a_comprehension_variable_is_refused_as_what_it_is(tmp_pa
     assert "not a simple assignment" not in str(message)
 
 
+SHADOWED = {
+    "a parameter": "    def forward(self, h, layer=None):\n        outs = [layer(h) for layer in self.layers]\n",
+    "a local": "    def forward(self, h):\n        layer = self.norm\n        h = layer(h)\n        outs = [layer(h) for layer in self.layers]\n",
+}
+
+
+@pytest.mark.parametrize("shadowed", sorted(SHADOWED))
+def test_a_comprehension_variable_spelled_like_a_name_of_the_function_is_not_that_name(shadowed, tmp_path, monkeypatch):
+    """Read as the function's own `layer`, the calls in the comprehension looked like calls of no target, and the
+    forward was refused as calling none: untrue. The comprehension's variable is not followed, and is named."""
+    model = MODEL.replace("    def forward(self, h):\n        outs = [layer(h) for layer in self.layers]\n", SHADOWED[shadowed])
+    model = model.replace("        self.layers = nn.ModuleList", "        self.norm = nn.LayerNorm(4)\n        self.layers = nn.ModuleList")
+    assert SHADOWED[shadowed] in model and "self.norm = nn.LayerNorm(4)" in model
+    name = f"shadowed_by_{shadowed.split()[-1]}_model"
+    (tmp_path / f"{name}.py").write_text(model)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(Refused) as caught:
+        staticexec.analyse(ClassRef(name, "Model"), ["Layer"])
+    (message,) = caught.value.messages
+    assert message.line == model.splitlines().index("        outs = [layer(h) for layer in self.layers]") + 1
+    assert "`layer` is a comprehension's variable, which the analysis does not follow" in str(message)
+
+
 def _read_names(code: str) -> list[str]:
     """The names `comprehension_variables` reports for a function's body, in source order."""
     body = cst.parse_module(code).body[0].body

@@ -30,7 +30,7 @@ from staticexec.analysis.classes import (
 )
 from staticexec.analysis.observed import Observed
 from staticexec.analysis.functions import FunctionContext, bind_arguments, function_context
-from staticexec.analysis.scopes import comprehension_variables, free_called_names, walk
+from staticexec.analysis.scopes import bound_names, comprehension_variables, free_called_names, walk
 from staticexec.analysis.session import current
 from staticexec.analysis.names import Definition, load_definition_file
 from staticexec.analysis.source import ClassRef, FunctionRef, SourceFile, is_nested_function
@@ -473,10 +473,12 @@ class Resolver(ClassIndex):
         return "a lambda"
 
     def _comprehension_env(self, for_in: cst.CompFor, ctx: FunctionContext, env: dict[str, Value]) -> dict[str, Value]:
-        inner = dict(env)
+        inner = _ComprehensionEnv(env)
+        inner.bound = set(getattr(env, "bound", ()))
         comp: cst.CompFor | None = for_in
         while comp is not None:
             self._bind_target(comp.target, self.element(self.eval(comp.iter, ctx, inner)), inner)
+            inner.bound.update(bound_names(comp.target))
             comp = comp.inner_for_in
         return inner
 
@@ -503,6 +505,10 @@ class Resolver(ClassIndex):
 
     def _eval_name(self, node: cst.Name, ctx: FunctionContext, env: dict[str, Value]) -> Value:
         name = node.value
+        if id(node) in comprehension_variables(ctx.node.body) and name not in getattr(env, "bound", ()):
+            # read where the comprehension's own binding is not in the environment (a call in its element, as
+            # the call graph looks at it): neither the function's name of that spelling nor the module's
+            return unknown(f"`{name}` is a comprehension's variable, which the analysis does not follow", ctx.line(node))
         if name in env:
             if name in ctx.locals and name not in ctx.params[:1]:
                 # a parameter the function rebinds (`encoder = AutoModel.from_config(...)`) holds either
@@ -517,8 +523,6 @@ class Resolver(ClassIndex):
         ):
             if ctx.sf.top_level(name) is None:
                 return one(Function(FunctionRef("builtins", name)))
-        if id(node) in comprehension_variables(ctx.node.body):  # not the module's name of that spelling
-            return unknown(f"`{name}` is a comprehension's variable, which the analysis does not follow", ctx.line(node))
         return self._eval_global(node, ctx)
 
     def _eval_local(self, name: str, ctx: FunctionContext, env: dict[str, Value]) -> Value:
@@ -859,6 +863,12 @@ class Resolver(ClassIndex):
             self.class_configs.setdefault(ref, path)
             out.append(one(Instance(ref)))
         return join(*out)
+
+
+class _ComprehensionEnv(dict):
+    """The environment of a comprehension's element: the one around it, with the names its `for`s bind (`bound`)."""
+
+    bound: set[str]
 
 
 def _mapped_model(mapping, config: object) -> tuple[str, str] | None:

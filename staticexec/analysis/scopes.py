@@ -94,9 +94,9 @@ COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 def comprehension_variables(body: cst.CSTNode) -> frozenset[int]:
-    """The ids of the names in `body` that read a comprehension's own variable (`p` in `[p.flatten(1) for p in
-    patches]`): a name bound by a comprehension's `for`, read in its element, its conditions or a later `for`'s
-    iterable. Python gives a comprehension a scope of its own, so such a name is neither the function's local
+    """The ids of the names in `body` that stand for a comprehension's own variable (`p` in `[p.flatten(1) for p in
+    patches]`): a name bound by a comprehension's `for`, in its element, its conditions or a later `for`'s
+    iterable (an attribute's or a keyword's name of that spelling is among them too, but is never read as a name). Python gives a comprehension a scope of its own, so such a name is neither the function's local
     nor the module's name of that spelling. Kept per body for the session."""
     table = current().table("scopes.comprehension_variables")
     hit = table.get(id(body))
@@ -108,7 +108,7 @@ def comprehension_variables(body: cst.CSTNode) -> frozenset[int]:
         scoped: list[cst.CSTNode] = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
         for_in: cst.CompFor | None = comp.for_in
         while for_in is not None:
-            bound.update(_bound_names(for_in.target))
+            bound.update(bound_names(for_in.target))
             scoped.extend(cond.test for cond in for_in.ifs)
             if for_in is not comp.for_in:  # the first iterable is read in the scope around the comprehension
                 scoped.append(for_in.iter)
@@ -121,14 +121,14 @@ def comprehension_variables(body: cst.CSTNode) -> frozenset[int]:
     return out
 
 
-def _bound_names(target: cst.BaseExpression) -> list[str]:
+def bound_names(target: cst.BaseExpression) -> list[str]:
     """The names a `for` target binds: `x`, each of `(a, (b, *c))`; none for `obj.x` or `x[i]`, which bind none."""
     if isinstance(target, cst.Name):
         return [target.value]
     if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _bound_names(element.value)]
+        return [name for element in target.elements for name in bound_names(element.value)]
     if isinstance(target, cst.StarredElement):
-        return _bound_names(target.value)
+        return bound_names(target.value)
     return []
 
 

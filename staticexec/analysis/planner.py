@@ -33,7 +33,7 @@ from staticexec.messages import (
 from staticexec.analysis.mutations import mutation_refusals
 from staticexec.analysis.plan import SCHEMA_VERSION, Call, Condition, Control, Decided, Function, Kind, Plan, Statement, Unresolved
 from staticexec.analysis.resolve import Resolver
-from staticexec.analysis.scopes import children, walk
+from staticexec.analysis.scopes import COMPREHENSIONS, children, walk
 from staticexec.analysis.classes import is_framework
 from staticexec.analysis.source import ClassRef, load_module
 
@@ -328,7 +328,7 @@ def _calls_with_guards(stmt: cst.CSTNode) -> list[tuple[cst.Call, list[Expressio
             label = f"`{'and' if isinstance(node.operator, cst.And) else 'or'}` expression"
             visit(node.right, guards + [ExpressionGuard(label, node, "right", node.left)])
             return
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if isinstance(node, COMPREHENSIONS):
             for child in children(node):
                 visit(child, guards + [ExpressionGuard("comprehension", node, "element", None)])
             return

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -473,8 +474,7 @@ class Resolver(ClassIndex):
         return "a lambda"
 
     def _comprehension_env(self, for_in: cst.CompFor, ctx: FunctionContext, env: dict[str, Value]) -> dict[str, Value]:
-        inner = _ComprehensionEnv(env)
-        inner.bound = set(getattr(env, "bound", ()))
+        inner = _ComprehensionEnv(env, getattr(env, "bound", ()))
         comp: cst.CompFor | None = for_in
         while comp is not None:
             self._bind_target(comp.target, self.element(self.eval(comp.iter, ctx, inner)), inner)
@@ -868,7 +868,9 @@ class Resolver(ClassIndex):
 class _ComprehensionEnv(dict):
     """The environment of a comprehension's element: the one around it, with the names its `for`s bind (`bound`)."""
 
-    bound: set[str]
+    def __init__(self, env: dict[str, Value], bound: Iterable[str] = ()) -> None:
+        super().__init__(env)
+        self.bound: set[str] = set(bound)
 
 
 def _mapped_model(mapping, config: object) -> tuple[str, str] | None:

@@ -96,7 +96,8 @@ COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 def comprehension_variables(body: cst.CSTNode) -> frozenset[int]:
     """The ids of the names in `body` that stand for a comprehension's own variable (`p` in `[p.flatten(1) for p in
     patches]`): a name bound by a comprehension's `for`, in its element, its conditions or a later `for`'s
-    iterable (an attribute's or a keyword's name of that spelling is among them too, but is never read as a name). Python gives a comprehension a scope of its own, so such a name is neither the function's local
+    iterable (an attribute's or a keyword's name of that spelling is among them too, but is never read as a
+    name). Python gives a comprehension a scope of its own, so such a name is neither the function's local
     nor the module's name of that spelling. Kept per body for the session."""
     table = current().table("scopes.comprehension_variables")
     hit = table.get(id(body))

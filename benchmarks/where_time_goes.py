@@ -17,10 +17,15 @@ work on the first, a middle and the last subgraph is timed on its own:
 The middle subgraph's decoder layer, called directly with the inputs the model's forward gives it, is
 the baseline: what a subgraph costs beyond it is the backend's overhead.
 
-A second table splits three of those parts further:
+A second table splits five of those parts further:
 
 - the middle forward: the backend's compiled code called alone (staticexec's emitted function, llm-compressor's
   `forward` of the graph's Python code), and what the backend's `Subgraph.forward` adds around it;
+- staticexec's first and last forward: its calls of `wrapper_enter` (each of transformers' forward wrappers
+  run up to its call of the function) and of `wrapper_exit` (each run again around the body's result),
+  replayed with the arguments one run gave them; and, beside them, the same wrappers each run once around
+  a function that does nothing, as the model's own forward runs them once: what is left of the two rows
+  above is what staticexec spends on top of running each wrapper a second time;
 - staticexec's first update and last fetch: the part spent on the wrappers' states and scopes (the
   `WrapperState` and `WrapperScope` values that carry transformers' forward wrappers, such as
   `can_return_tuple`, from the first subgraph to the last; a wrapper that set nothing for the call passes
@@ -37,6 +42,7 @@ With --out, the table replaces the text between the markers `<!-- where time goe
 from __future__ import annotations
 
 import argparse
+import inspect
 import platform
 import statistics
 import sys
@@ -84,6 +90,59 @@ def of_wrappers(values: dict, wanted: bool) -> dict:
     return {k: v for k, v in values.items() if isinstance(v, (WrapperState, WrapperScope)) == wanted}
 
 
+def wrapper_calls(model, subgraph, inputs: dict) -> tuple[list, list]:
+    """The calls of `wrapper_enter` and `wrapper_exit` one run of a staticexec subgraph makes, with their
+    arguments as they were at the call (the keywords copied: `wrapper_enter` rewrites them in place)."""
+    from staticexec.emit import runtime
+
+    entered, exited = [], []
+    enter, exit_ = runtime.wrapper_enter, runtime.wrapper_exit
+
+    def record_enter(self, kw, decorator, fn, where):
+        entered.append((self, dict(kw), decorator, fn, where))
+        return enter(self, kw, decorator, fn, where)
+
+    def record_exit(self, state, scope, output, decorator, fn):
+        exited.append((self, state, scope, output, decorator, fn))
+        return exit_(self, state, scope, output, decorator, fn)
+
+    runtime.wrapper_enter, runtime.wrapper_exit = record_enter, record_exit
+    try:
+        subgraph.forward(model, **inputs)
+    finally:
+        runtime.wrapper_enter, runtime.wrapper_exit = enter, exit_
+    return entered, exited
+
+
+def empty_body(decorator, fn):
+    """The decorator's own wrapper around a function that does nothing (with `fn`'s signature): what the
+    wrapper's code costs when it runs once, as in the model's own forward."""
+    def body(*args, **kwargs):
+        return None
+
+    body.__signature__ = inspect.signature(fn)
+    body.__name__, body.__qualname__ = fn.__name__, fn.__qualname__
+    return decorator(body)
+
+
+def wrapper_parts(model, subgraph, inputs: dict, where: str) -> dict:
+    """staticexec's first forward: its `wrapper_enter` calls, replayed; its last: its `wrapper_exit` calls; and,
+    with the first, the same wrappers each run once around an empty body."""
+    from staticexec.emit import runtime
+
+    entered, exited = wrapper_calls(model, subgraph, inputs)
+    out = {}
+    if where == "first" and entered:
+        out["forward, wrappers entered"] = lambda calls=entered: [
+            runtime.wrapper_enter(self, dict(kw), decorator, fn, at) for self, kw, decorator, fn, at in calls]
+        bare = [(empty_body(decorator, fn), self, kw) for self, kw, decorator, fn, _ in entered]
+        out["forward, wrappers alone"] = lambda calls=bare: [
+            wrapped(self, **kw) if self is not None else wrapped(**kw) for wrapped, self, kw in calls]
+    if where == "last" and exited:
+        out["forward, wrappers exited"] = lambda calls=exited: [runtime.wrapper_exit(*call) for call in calls]
+    return out
+
+
 def parts(model, subgraphs, batch, prefix: str) -> dict:
     """The timed calls of one backend: fetch, forward and update of the first, a middle and the last subgraph,
     and the finer parts of the second table."""
@@ -106,6 +165,9 @@ def parts(model, subgraphs, batch, prefix: str) -> dict:
             for wanted, name in ((True, "update, wrappers"), (False, "update, others")):
                 target = IntermediatesCache.empty(1, torch.device("cpu"))
                 out[(prefix, where, name)] = lambda t=target, o=of_wrappers(outputs, wanted): t.update(0, o)
+        if prefix == "staticexec" and where in ("first", "last"):
+            for name, call in wrapper_parts(model, subgraph, inputs, where).items():
+                out[(prefix, where, name)] = call
         if prefix == "staticexec" and where == "last":
             for wanted, name in ((True, "fetch, wrappers"), (False, "fetch, others")):
                 names = list(of_wrappers(inputs, wanted))
@@ -200,6 +262,12 @@ def report(medians: dict, layers: int, subgraphs: tuple[int, int], repeat: int) 
 
     split = [("middle", "forward: the compiled code alone", lambda b, m: cell(b, "middle", "code alone", m)),
              ("middle", "forward: what `Subgraph.forward` adds", beyond)]
+    split += [("first", "forward: the wrappers entered (`wrapper_enter`, each up to its call)",
+               lambda b, m: cell(b, "first", "forward, wrappers entered", m)),
+              ("first", "for reference: the same wrappers, each run once around an empty body",
+               lambda b, m: cell(b, "first", "forward, wrappers alone", m)),
+              ("last", "forward: the wrappers exited (`wrapper_exit`, each run again around the result)",
+               lambda b, m: cell(b, "last", "forward, wrappers exited", m))]
     for where, part in (("first", "update"), ("last", "fetch")):
         for suffix, what in (("wrappers", "the wrappers' states and scopes"), ("others", "the other values")):
             split.append((where, f"{part}: {what}",

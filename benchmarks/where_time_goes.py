@@ -42,7 +42,6 @@ With --out, the table replaces the text between the markers `<!-- where time goe
 from __future__ import annotations
 
 import argparse
-import inspect
 import platform
 import statistics
 import sys
@@ -115,14 +114,11 @@ def wrapper_calls(model, subgraph, inputs: dict) -> tuple[list, list]:
 
 
 def empty_body(decorator, fn):
-    """The decorator's own wrapper around a function that does nothing (with `fn`'s signature): what the
-    wrapper's code costs when it runs once, as in the model's own forward."""
-    def body(*args, **kwargs):
-        return None
+    """The decorator's own wrapper around a function that does nothing (with `fn`'s signature, as the runtime's
+    stand-ins have it): what the wrapper's code costs when it runs once, as in the model's own forward."""
+    from staticexec.emit.runtime import _stand_in
 
-    body.__signature__ = inspect.signature(fn)
-    body.__name__, body.__qualname__ = fn.__name__, fn.__qualname__
-    return decorator(body)
+    return decorator(_stand_in(fn, lambda *args, **kwargs: None))
 
 
 def wrapper_parts(model, subgraph, inputs: dict, where: str) -> dict:

@@ -18,11 +18,12 @@ and a repeating write there to `self` or to a module-level value is refused at t
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
+import sys
 import textwrap
 import types
-from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 from staticexec.messages import MutatedState
 from staticexec.emit.validate import relative
@@ -46,7 +47,7 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-@lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=65536)
 def repeating_writes(code: str) -> tuple[tuple[str, str], ...]:
     """(root name, the write as written) for each write in `code` that a second run would apply again."""
     out: list[tuple[str, str]] = []
@@ -104,54 +105,86 @@ def helper_refusals(callee: Any, depth: int = 3) -> list[MutatedState]:
     if not isinstance(fn, types.FunctionType) or fn.__module__.split(".")[0] == "torch":
         return []
     owner = getattr(callee, "__self__", None)
-    out = [refusal(f"{relative(fn.__code__.co_filename)}:{line}", write) for line, write in _helper_writes(fn.__code__, owner is not None)]
+    out = [refusal(f"{relative(fn.__code__.co_filename)}:{line}", write) for line, write in _helper_writes(fn, owner is not None)]
     if depth > 1 and owner is not None:
-        for name in _self_calls(fn.__code__):
+        for name in _self_calls(fn):
             inner = inspect.getattr_static(type(owner), name, None)
             if isinstance(inner, types.FunctionType):
                 out += helper_refusals(types.MethodType(inner, owner), depth - 1)
     return out
 
 
-@lru_cache(maxsize=4096)
-def _parsed(code: types.CodeType) -> ast.FunctionDef | None:
+def _per_code(compute: Callable) -> Callable:
+    """Keep what `compute` gives for a helper (and more hashable arguments) by the helper's code object, which
+    the functions made again from one definition (closures) share; at most 4096 kept."""
+    memo: dict = {}
+
+    @functools.wraps(compute)
+    def cached(fn: types.FunctionType, *rest: Any) -> Any:
+        key = (fn.__code__, *rest)
+        try:
+            return memo[key]
+        except KeyError:
+            pass
+        if len(memo) >= 4096:
+            memo.clear()
+        memo[key] = out = compute(fn, *rest)
+        return out
+
+    return cached
+
+
+def _source_of(fn: types.FunctionType) -> Any:
+    """What inspect is asked for a helper's source lines: the function itself where inspect finds its module by
+    name (that module's file is the code's, and no `__wrapped__` leads inspect to another function), else its
+    code object, whose module inspect finds by reading the file of every module loaded (tens of ms, the first
+    time in a process). Both give the same lines."""
+    module = sys.modules.get(fn.__module__) if isinstance(fn.__module__, str) else None
+    if (module is not None and getattr(module, "__file__", None) == fn.__code__.co_filename
+            and not hasattr(fn, "__wrapped__")):
+        return fn
+    return fn.__code__
+
+
+@_per_code
+def _parsed(fn: types.FunctionType) -> ast.FunctionDef | None:
     try:
-        lines, start = inspect.getsourcelines(code)
+        lines, start = inspect.getsourcelines(_source_of(fn))
         tree = ast.parse(textwrap.dedent("".join(lines)))
     except (OSError, TypeError, SyntaxError):
         return None
-    fn = tree.body[0] if tree.body else None
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    tree_fn = tree.body[0] if tree.body else None
+    if not isinstance(tree_fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     ast.increment_lineno(tree, start - 1)
-    return fn
+    return tree_fn
 
 
-@lru_cache(maxsize=4096)
-def _helper_writes(code: types.CodeType, bound: bool) -> tuple[tuple[int, str], ...]:
+@_per_code
+def _helper_writes(fn: types.FunctionType, bound: bool) -> tuple[tuple[int, str], ...]:
     """(line, write) for each repeating write in a helper to a name that is not its own: its `self` (when
     bound) or a module-level value. Its other parameters are the caller's values, judged in the caller."""
-    fn = _parsed(code)
-    if fn is None:
+    tree = _parsed(fn)
+    if tree is None:
         return ()
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-    params += [a.arg for a in (fn.args.vararg, fn.args.kwarg) if a is not None]
+    params = [a.arg for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs]
+    params += [a.arg for a in (tree.args.vararg, tree.args.kwarg) if a is not None]
     shared = {params[0]} if bound and params else set()
-    own = (set(params) - shared) | set(code.co_varnames) - shared
+    own = (set(params) - shared) | set(fn.__code__.co_varnames) - shared
     out = []
-    for stmt in fn.body:
+    for stmt in tree.body:
         for root, write in repeating_writes(ast.unparse(stmt)):
             if root not in own:
                 out.append((stmt.lineno, write))
     return tuple(out)
 
 
-@lru_cache(maxsize=4096)
-def _self_calls(code: types.CodeType) -> tuple[str, ...]:
+@_per_code
+def _self_calls(fn: types.FunctionType) -> tuple[str, ...]:
     """Names of the methods a helper calls on its `self`: `self.name(...)`."""
-    fn = _parsed(code)
-    if fn is None or not fn.args.args:
+    tree = _parsed(fn)
+    if tree is None or not tree.args.args:
         return ()
-    me = fn.args.args[0].arg
-    return tuple(sorted({n.func.attr for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    me = tree.args.args[0].arg
+    return tuple(sorted({n.func.attr for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
                          and isinstance(n.func.value, ast.Name) and n.func.value.id == me}))

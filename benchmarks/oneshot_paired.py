@@ -31,6 +31,15 @@ BEGIN, END = "<!-- oneshot paired begin -->", "<!-- oneshot paired end -->"
 LAYERS, HIDDEN, SAMPLES, TOKENS = 16, 512, 16, 256
 
 
+def llama_config(vocab: int):
+    """The config of the Llama this benchmark calibrates (benchmarks/versus_tracer.py times chains at its size)."""
+    import transformers
+
+    return transformers.LlamaConfig(vocab_size=vocab, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
+                                    num_hidden_layers=LAYERS, num_attention_heads=8, num_key_value_heads=4,
+                                    max_position_embeddings=TOKENS)
+
+
 def one(backend: str) -> dict:
     """In the child: one oneshot run with `backend` ("llm-compressor" or "staticexec")."""
     import contextlib
@@ -48,9 +57,7 @@ def one(backend: str) -> dict:
 
     logger.remove()
     torch.set_num_threads(1)
-    config = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=2 * HIDDEN,
-                                      num_hidden_layers=LAYERS, num_attention_heads=8, num_key_value_heads=4,
-                                      max_position_embeddings=TOKENS)
+    config = llama_config(VOCAB)
     generator = torch.Generator().manual_seed(1)
     data = {"input_ids": [torch.randint(3, VOCAB, (TOKENS,), generator=generator).tolist() for _ in range(SAMPLES)]}
     with tempfile.TemporaryDirectory() as folder:

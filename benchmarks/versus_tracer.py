@@ -2,7 +2,8 @@
 
 Run in the client environment (llm-compressor 0.14, transformers 5.17):
 
-    .venv-client/bin/python benchmarks/versus_tracer.py [--layers 2 8 32 80] [--repeat 101] [--out docs/benchmarks.md]
+    .venv-client/bin/python benchmarks/versus_tracer.py [--layers 2 8 32 80] [--repeat 101]
+        [--oneshot-size-repeat 31] [--out docs/benchmarks.md]
 
 For a tiny Llama (hidden 64, as benchmarks/emit_and_run.py) at each depth:
 
@@ -15,6 +16,10 @@ For a tiny Llama (hidden 64, as benchmarks/emit_and_run.py) at each depth:
   (fetch the subgraph's inputs, `forward`, update, delete the consumed names), one pass;
 - chain without the cache: the same subgraphs, each one's outputs handed to the next as they are (a plain
   dict), to tell what the pipeline's cache costs each backend from what its subgraphs cost.
+
+Then, with the KV cache off, forward and chains (not traces) once more at the size of the model that
+benchmarks/oneshot_paired.py calibrates, on one sample of its length: what the per-subgraph cost comes to
+beside layers that do real work (no goal is judged on it).
 
 KV cache off: forward and chains under llm-compressor's `calibration_forward_context` (no grad, cache
 off, eval, eager attention), as it calibrates. KV cache on: under `torch.no_grad()` only, the model's
@@ -81,17 +86,35 @@ def timed(fn, collect: bool = False) -> float:
 
 
 def measure(layers: int, repeat: int, use_cache: bool) -> dict:
+    """The tiny Llama at one depth: traces, forward and chains."""
+    model = tiny_llama(layers)
+    torch.manual_seed(1)
+    batch = {"input_ids": torch.randint(3, 256, (2, 16)), "attention_mask": torch.ones(2, 16, dtype=torch.long)}
+    return {"layers": layers, "use_cache": use_cache,
+            **side_by_side(model, batch, repeat, use_cache, traces=max(5, repeat // 10))}
+
+
+def at_oneshot_size(repeat: int) -> dict:
+    """The Llama of benchmarks/oneshot_paired.py, one sample of its length, KV cache off: forward and chains."""
+    from oneshot_paired import TOKENS, llama_config
+
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(llama_config(256)).eval()
+    torch.manual_seed(1)
+    batch = {"input_ids": torch.randint(3, 256, (1, TOKENS)), "attention_mask": torch.ones(1, TOKENS, dtype=torch.long)}
+    return side_by_side(model, batch, repeat, False, traces=0)
+
+
+def side_by_side(model, batch: dict, repeat: int, use_cache: bool, traces: int) -> dict:
+    """Both backends on one model: `traces` timed traces of each (none: not timed), then forward and the four
+    chains interleaved, `repeat` times; medians in ms, and the overhead per subgraph."""
     from llmcompressor.args import DatasetArguments
     from llmcompressor.pipelines.sequential import helpers
     from llmcompressor.utils.helpers import calibration_forward_context
 
     from staticexec.llmcompressor import trace_subgraphs
 
-    model = tiny_llama(layers)
-    torch.manual_seed(1)
-    batch = {"input_ids": torch.randint(3, 256, (2, 16)), "attention_mask": torch.ones(2, 16, dtype=torch.long)}
     targets, ignore = ["LlamaDecoderLayer"], DatasetArguments().tracing_ignore
-    traces = max(5, repeat // 10)
     fx_trace, sx_trace = [], []
     for i in range(traces):  # alternating which goes first
         for backend in (("fx", "sx") if i % 2 == 0 else ("sx", "fx")):
@@ -114,8 +137,9 @@ def measure(layers: int, repeat: int, use_cache: bool) -> dict:
             for name in order[i % len(order):] + order[: i % len(order)]:
                 times[name].append(timed(runs[name]))
     med = {name: statistics.median(values) * 1000 for name, values in times.items()}
-    return {"layers": layers, "use_cache": use_cache, "fx_subgraphs": len(fx), "sx_subgraphs": len(sx),
-            "fx_trace": statistics.median(fx_trace) * 1000, "sx_trace": statistics.median(sx_trace) * 1000, **med,
+    return {"fx_subgraphs": len(fx), "sx_subgraphs": len(sx),
+            **({"fx_trace": statistics.median(fx_trace) * 1000, "sx_trace": statistics.median(sx_trace) * 1000}
+               if traces else {}), **med,
             "sx_overhead": (med["sx"] - med["forward"]) / len(sx), "fx_overhead": (med["fx"] - med["forward"]) / len(fx)}
 
 
@@ -162,7 +186,32 @@ def goals(rows: list[dict]) -> list[tuple[str, str, bool]]:
     return out
 
 
-def report(rows: list[dict], args: argparse.Namespace) -> str:
+SIZE_HEADER = ("| forward (ms) | llm-compressor chain / forward, through the cache | without it | staticexec chain / "
+               "forward, through the cache | without it | staticexec chain / llm-compressor chain | overhead per "
+               "subgraph, llm-compressor / staticexec (µs) |")
+
+
+def size_table(r: dict | None, args: argparse.Namespace) -> str:
+    """The chains at the size of the `oneshot` benchmark (no goal of their own: what the per-subgraph cost comes
+    to beside layers of that size); empty when not measured."""
+    if r is None:
+        return ""
+    from oneshot_paired import HIDDEN, LAYERS, TOKENS
+
+    return f"""
+At the size of the `oneshot` benchmark below ({LAYERS}-layer Llama, hidden {HIDDEN}), one sample of {TOKENS} tokens,
+KV cache off, the same chains (median of {args.oneshot_size_repeat} interleaved runs; {r['fx_subgraphs']} subgraphs
+from llm-compressor's tracer, {r['sx_subgraphs']} from staticexec). These ratios are not goals: they show what the
+per-subgraph cost above comes to beside layers that do that much work.
+
+{SIZE_HEADER}
+|{"---|" * 7}
+| {r['forward']:.1f} | {r['fx'] / r['forward']:.3f} | {r['fx_plain'] / r['forward']:.3f} | {r['sx'] / r['forward']:.3f} | \
+{r['sx_plain'] / r['forward']:.3f} | {r['sx'] / r['fx']:.3f} | {1000 * r['fx_overhead']:.0f} / {1000 * r['sx_overhead']:.0f} |
+"""
+
+
+def report(rows: list[dict], sized: dict | None, args: argparse.Namespace) -> str:
     judged = "\n".join(f"- {name}: {value}: {'met' if ok else 'not met'}" for name, value, ok in goals(rows))
     return f"""{BEGIN}
 Measured by `benchmarks/versus_tracer.py` in `.venv-client` (llm-compressor {_version("llmcompressor")},
@@ -179,7 +228,7 @@ The same chains, and the same subgraphs run again with each one's outputs handed
 {CACHE_HEADER}
 |{"---|" * 6}
 {chr(10).join(cache_row(r) for r in rows)}
-
+{size_table(sized, args)}
 Goals, against this run's numbers:
 
 {judged}
@@ -210,6 +259,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layers", type=int, nargs="+", default=[2, 8, 32, 80])
     parser.add_argument("--repeat", type=int, default=101)
+    parser.add_argument("--oneshot-size-repeat", type=int, default=31,
+                        help="interleaved runs at the oneshot benchmark's size (0: not measured)")
     parser.add_argument("--out")
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -222,7 +273,8 @@ def main() -> int:
         for layers in args.layers:
             rows.append(measure(layers, args.repeat, use_cache))
             print(row(rows[-1]), flush=True)
-    publish(report(rows, args), args.out, BEGIN, END)
+    sized = at_oneshot_size(args.oneshot_size_repeat) if args.oneshot_size_repeat else None
+    publish(report(rows, sized, args), args.out, BEGIN, END)
     return 0
 
 

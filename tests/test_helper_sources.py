@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from staticexec.analysis.session import isolated
 from staticexec.emit import state
 
 HELPERS = '''
@@ -77,3 +78,16 @@ def test_a_function_whose_module_file_is_not_its_code_file_is_read_through_its_c
     assert state._source_of(fn) is fn.__code__
     (refusal,) = state.helper_refusals(fn)
     assert refusal.line == 2 and "LOG.append(x)" in str(refusal)
+
+
+def test_what_is_read_of_a_helper_is_kept_by_the_analysis_session_per_code_object(helpers):
+    """Functions made again from one definition share one entry; a new session reads the helper again."""
+    with isolated() as session:
+        (refusal,) = state.helper_refusals(helpers.remember)
+        again = type(helpers.remember)(helpers.remember.__code__, helpers.remember.__globals__)
+        assert state._parsed(again) is state._parsed(helpers.remember)
+        assert session.sizes()["state.parsed"] == 1 and session.sizes()["state.helper_writes"] == 1
+        kept = state._parsed(helpers.remember)
+    with isolated() as fresh:
+        assert state._parsed(helpers.remember) is not kept
+        assert fresh.sizes() == {"state.parsed": 1}

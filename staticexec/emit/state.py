@@ -25,6 +25,7 @@ import textwrap
 import types
 from typing import Any, Callable
 
+from staticexec.analysis.session import current
 from staticexec.messages import MutatedState
 from staticexec.emit.validate import relative
 
@@ -115,21 +116,18 @@ def helper_refusals(callee: Any, depth: int = 3) -> list[MutatedState]:
 
 
 def _per_code(compute: Callable) -> Callable:
-    """Keep what `compute` gives for a helper (and more hashable arguments) by the helper's code object, which
-    the functions made again from one definition (closures) share; at most 4096 kept."""
-    memo: dict = {}
+    """Keep what `compute` gives for a helper (and more hashable arguments) in the analysis session's table
+    `state.<compute's name>`, by the helper's code object, which the functions made again from one definition
+    (closures) share."""
+    name = "state." + compute.__name__.lstrip("_")
 
     @functools.wraps(compute)
     def cached(fn: types.FunctionType, *rest: Any) -> Any:
+        table = current().table(name)
         key = (fn.__code__, *rest)
-        try:
-            return memo[key]
-        except KeyError:
-            pass
-        if len(memo) >= 4096:
-            memo.clear()
-        memo[key] = out = compute(fn, *rest)
-        return out
+        if key not in table:
+            table[key] = compute(fn, *rest)
+        return table[key]
 
     return cached
 

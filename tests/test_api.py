@@ -82,8 +82,11 @@ def test_stale_and_malformed_plans_are_refused(llama, tmp_path):
     with pytest.raises(MalformedPlan):
         staticexec.subgraphs(model, sample, None, plan=str(bad))
     wrong = tmp_path / "wrong.json"
-    wrong.write_text(json.dumps({"schema": 99, "architecture": "x", "root": "x", "targets": {}, "functions": {}}))
-    with pytest.raises(MalformedPlan):
+    doc = json.loads(plan.to_json())
+    doc["schema"] = 99
+    doc["seal"] = seal(doc)  # a well-formed plan of another schema: refused for its schema, before its seal
+    wrong.write_text(json.dumps(doc))
+    with pytest.raises(MalformedPlan, match="plan schema 99 is not the supported"):
         staticexec.load_plan(str(wrong))
 
 

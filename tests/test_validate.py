@@ -5,11 +5,13 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 
 import pytest
 import torch
 
 from soundness import cases
+from staticexec.analysis.plan import seal
 from staticexec.api import load_plan, subgraphs
 from staticexec.cli import main
 from staticexec.messages import MalformedPlan, Refused, UsageError
@@ -57,22 +59,26 @@ def _plan_doc(model, sample):
     return analyse(ClassRef(type(model).__module__, type(model).__qualname__), ["Layer"]).to_dict()
 
 
-@pytest.mark.parametrize("edit", [
-    lambda d: d.update(functions=list(d["functions"].values())),
-    lambda d: next(iter(d["functions"].values())).pop("statements"),
-    lambda d: next(iter(d["functions"].values()))["statements"].append({"kind": "magic", "lines": [1, 1]}),
-    lambda d: next(iter(d["functions"].values()))["statements"].append({"kind": "control", "lines": [3, 4], "statement": "if"}),
-    lambda d: d.update(targets=["Layer"]),
-    lambda d: d.update(root="nowhere:Model.forward"),
+@pytest.mark.parametrize("edit, problem", [
+    (lambda d: d.update(functions=list(d["functions"].values())), "`functions` is a list, not an object"),
+    (lambda d: next(iter(d["functions"].values())).pop("statements"), "no `statements`"),
+    (lambda d: next(iter(d["functions"].values()))["statements"].append({"kind": "magic", "lines": [1, 1]}),
+     "a statement of kind 'magic' (expected one of"),
+    (lambda d: next(iter(d["functions"].values()))["statements"].append(
+        {"kind": "control", "lines": [3, 4], "statement": "if"}), "the control statement at line 3 has no `condition`"),
+    (lambda d: d.update(targets=["Layer"]), "`targets` is a list, not an object"),
+    (lambda d: d.update(root="nowhere:Model.forward"), "the root nowhere:Model.forward has no entry in `functions`"),
 ])
-def test_malformed_plans_are_refused_in_one_line(model_and_sample, edit):
+def test_malformed_plans_are_refused_in_one_line(model_and_sample, edit, problem):
+    """Each edit is sealed again, so what refuses it is the check of its own shape, not the broken seal."""
     model, sample = model_and_sample
     doc = copy.deepcopy(_plan_doc(model, sample))
     edit(doc)
+    doc["seal"] = seal(doc)
     with pytest.raises(MalformedPlan) as info:
         load_plan(doc)
-    assert "\n" not in str(info.value)
-    with pytest.raises(MalformedPlan):
+    assert problem in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(MalformedPlan, match=re.escape(problem)):
         subgraphs(model, sample, ["Layer"], plan=doc)
 
 

@@ -2,6 +2,8 @@ import gc
 import os
 import sys
 
+import pytest
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -16,6 +18,19 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 # files. Young garbage is still collected as usual; what outlives two young collections waits for the
 # collection at the session's end, which reports what its finalizers raise as before.
 gc.set_threshold(gc.get_threshold()[0], gc.get_threshold()[1], 1000)
+
+
+@pytest.fixture
+def unloaded(monkeypatch):
+    """`unloaded(match)` takes every loaded module whose name matches out of `sys.modules` for the test
+    (put back after it) and gives a function listing those that match again: what the test itself imported,
+    whatever other tests of the same worker ran before it."""
+    def clear(match):
+        for name in [m for m in sys.modules if match(m)]:
+            monkeypatch.delitem(sys.modules, name)
+        return lambda: sorted(m for m in sys.modules if match(m))
+
+    return clear
 
 
 def pytest_sessionfinish(session):

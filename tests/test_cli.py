@@ -185,17 +185,16 @@ def test_a_config_its_class_rejects_is_one_line_and_exit_2(command, tmp_path, ca
 REMOTE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "remote_code", "tiny_causal")
 
 
-def test_plan_and_explain_a_model_folder_from_source_alone(tmp_path, capsys):
+def test_plan_and_explain_a_model_folder_from_source_alone(tmp_path, capsys, unloaded):
     """A folder laid out as remote code (config.json with auto_map, modeling and configuration files
     importing each other relatively) is planned without running any of its code."""
-    before = set(sys.modules)
+    imported = unloaded(lambda m: any(part in m for part in ("modeling_tiny", "configuration_tiny", "layers_tiny")))
     assert main(["plan", REMOTE, "--out", str(tmp_path)]) == 0
     plan = json.loads((tmp_path / "TinyRemoteForCausalLM.json").read_text())
     assert plan["architecture"] == "TinyRemoteForCausalLM" and sorted(plan["targets"]) == ["TinyRemoteLayer"]
     assert main(["explain", REMOTE]) == 0
     assert "target TinyRemoteLayer" in capsys.readouterr().out
-    ran = [m for m in set(sys.modules) - before if "modeling_tiny" in m or "configuration_tiny" in m or "layers_tiny" in m]
-    assert ran == []
+    assert imported() == []
 
 
 def test_plan_a_users_class_by_module_path(tmp_path, monkeypatch):

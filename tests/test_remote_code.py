@@ -69,15 +69,14 @@ PLAN_BROKEN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("folder", [_folder_param(n, PLAN_BROKEN) for n in FOLDERS])
-def test_each_folder_is_planned_from_the_command_line_from_source_alone(folder, tmp_path):
-    before = set(sys.modules)
+def test_each_folder_is_planned_from_the_command_line_from_source_alone(folder, tmp_path, unloaded):
+    # no file of the folder is imported (its package, which has no __init__, may be)
+    imported = unloaded(lambda m: m.startswith("transformers_modules") or m.startswith("staticexec_remote_") and "." in m)
     assert main(["plan", folder.path, "--out", str(tmp_path)]) == 0
     plan = json.loads((tmp_path / f"{folder.architecture}.json").read_text())
     assert plan["architecture"] == folder.architecture
     assert sorted(plan["targets"]) == sorted(folder.targets)
-    ran = [m for m in set(sys.modules) - before if m.startswith("transformers_modules")
-           or m.startswith("staticexec_remote_") and "." in m]
-    assert ran == []  # no file of the folder was imported (its package, which has no __init__, may be)
+    assert imported() == []
 
 
 def test_a_vlm_folder_is_planned_with_its_vision_and_text_layers_as_targets(tmp_path):

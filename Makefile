@@ -12,7 +12,8 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	# The CPU build of torch: a plain `torch` requirement would pull a CUDA build.
+	# torch pinned exactly: its CPU build lies among pip's local wheels (find-links) on the machines this
+	# runs on, and the exact pin takes it; an open `torch` requirement would pull a CUDA build from PyPI.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -c constraints.txt -e '.[test]'
 	touch $(STAMP)

@@ -111,7 +111,8 @@ def _parser() -> argparse.ArgumentParser:
                         description="For each RELEASE: build an environment with that transformers (once), run "
                                     "verify over the foundation architectures, 40 more over every task, the "
                                     "vision-language models with multimodal samples, the encoder-decoder "
-                                    "targets and the foundation architectures with every Linear a target, and keep the results in a committed JSON per release "
+                                    "targets, the vision-language models whose samples their own processor makes "
+                                    "and the foundation architectures with every Linear a target, and keep the results in a committed JSON per release "
                                     "(docs/compatibility/transformers-X.json; resumable). Then write the report "
                                     "from the results of every release, run now or before. Exit 1 when a case of "
                                     "a release run is not ok (refused is a verdict, not a failure).")

@@ -291,7 +291,8 @@ def build_env(release: str, envs: str, root: str, tests: bool = False) -> str:
         handle.write("\n".join(_own_pins(root)) + "\n")
     steps = [
         [sys.executable, "-m", "venv", env],
-        # the CPU build of torch first: a plain `torch` requirement would pull a CUDA build
+        # torch first, pinned exactly: the exact pin takes the CPU build among pip's local wheels, where an
+        # open `torch` requirement would pull a CUDA build from PyPI
         [python, "-m", "pip", "install", "-q", "torch==2.13.0"],
         [python, "-m", "pip", "install", "-q", "-c", pins, f"transformers=={release}", "-e",
          f"{root}[test]" if tests else f"{root}[samples]"],

@@ -14,6 +14,8 @@ import gc
 import json
 import os
 import sys
+import tempfile
+from typing import Any
 
 from staticexec.analysis.architectures import TASKS
 from staticexec.files import write_atomic
@@ -49,13 +51,35 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+def _class_name(text: str) -> str:
+    """A --targets value: a class name, not empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty class name")
+    return text
+
+
+def _positive(kind: type) -> Any:
+    """An argument type: a number of `kind` above zero."""
+    def read(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} is not above zero")
+        return value
+
+    read.__name__ = kind.__name__  # argparse names the type in its message
+    return read
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="staticexec", description=DESCRIPTION, epilog=EPILOG,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     def targets(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--targets", nargs="+", metavar="CLASS",
+        sp.add_argument("--targets", nargs="+", metavar="CLASS", type=_class_name,
                         help="sequential target class names (default: the model's _no_split_modules)")
         sp.add_argument("--config", metavar="config.json",
                         help="a user's config (e.g. a Llava holding a Mistral) instead of the config class's "
@@ -73,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", default="plans", metavar="DIR", help="output folder (default: plans/)")
     sp.add_argument("--all", action="store_true",
                     help="every generative architecture of the installed transformers, with DIR/index.json")
-    sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="with --all: parallel workers")
+    sp.add_argument("--jobs", type=_positive(int), help="with --all: parallel workers (default: one per core)")
     sp.add_argument("--no-cache", action="store_true", help="with --all: ignore the on-disk cache")
 
     sp = sub.add_parser("explain", help="print each analysed statement's class and call chain",
@@ -94,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "or .pdf use Graphviz's `dot` when installed, else DOT is written beside.")
     sp.add_argument("architecture", metavar="ARCH", help="model class name (LlamaForCausalLM), a user's class as module.path:Class, or a model folder (config.json with auto_map, as remote code is laid out)")
     targets(sp)
-    sp.add_argument("--out", required=True, metavar="FILE", help="FILE.svg, FILE.png, FILE.pdf or FILE.dot")
+    sp.add_argument("--out", required=True, metavar="FILE", help="FILE.svg, FILE.png, FILE.pdf, or FILE.dot (or .gv) for DOT itself")
 
     sp = sub.add_parser("check", help="re-analyse committed plans against the installed transformers",
                         description="Re-analyse every plan in DIR (a folder written by `plan --all`) against the "
@@ -104,7 +128,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "(with a diff; decorators added to every forward are reported once). Architectures new in the installed transformers, or removed from "
                                     "it, are listed. Exit 1 unless every plan is unchanged and none is new or removed.")
     sp.add_argument("folder", metavar="DIR")
-    sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers")
+    sp.add_argument("--jobs", type=_positive(int), default=os.cpu_count() or 1, help="parallel workers")
     sp.add_argument("--no-cache", action="store_true", help="re-analyse every plan, ignoring the on-disk cache")
 
     sp = sub.add_parser("matrix", help="verify a fixed set of cases on every supported transformers release",
@@ -125,8 +149,8 @@ def _parser() -> argparse.ArgumentParser:
                     "complete and made by the current code (an incomplete one resumes)")
     sp.add_argument("--report", default="docs/compatibility.md", metavar="FILE.md")
     sp.add_argument("--report-only", action="store_true", help="only write the report from the results there are")
-    sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="parallel workers in each release")
-    sp.add_argument("--timeout", type=float, default=600.0, help="seconds per case")
+    sp.add_argument("--jobs", type=_positive(int), default=os.cpu_count() or 1, help="parallel workers in each release")
+    sp.add_argument("--timeout", type=_positive(float), default=600.0, help="seconds per case")
 
     sp = sub.add_parser("verify", help="check architectures end to end on tiny models",
                         description="For each ARCH: build a tiny random model, run its own forward and the "
@@ -143,24 +167,49 @@ def _parser() -> argparse.ArgumentParser:
                          "absent classes skipped; linear, every Linear (and Conv1D); sublayer, the attention and "
                          "MLP (or MoE) classes of the layers (default: default)")
     sp.add_argument("--all", action="store_true", help="every architecture of --task, each in a worker process")
-    sp.add_argument("--task", default="causal-lm", choices=sorted(TASKS),
+    sp.add_argument("--task", choices=sorted(TASKS),
                     help="with --all: which auto mapping to sweep (default: causal-lm)")
     sp.add_argument("--report", metavar="FILE.md", help="with --all: write the coverage report (and FILE.json)")
-    sp.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="with --all: parallel workers")
-    sp.add_argument("--timeout", type=float, default=300.0, help="with --all: seconds per architecture")
+    sp.add_argument("--jobs", type=_positive(int), help="with --all: parallel workers (default: one per core)")
+    sp.add_argument("--timeout", type=_positive(float), help="with --all: seconds per architecture (default: 300)")
     return p
 
 
 def _read_config(path: str) -> dict:
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such file")
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: not a file (--config names a config.json)")
     try:
         with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
         data["model_type"]
+    except OSError as exc:
+        raise UsageError(f"{path}: can't read it ({exc.strerror})") from exc
     except (json.JSONDecodeError, KeyError, UnicodeDecodeError, TypeError) as exc:
         raise UsageError(f"{path}: not a transformers config.json ({type(exc).__name__}: {exc})") from exc
     return data
+
+
+def _writable_file(path: str, what: str) -> None:
+    """Say in one line, before any work, why an output file can't be written at `path`."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{path}: a folder; {what} is a file")
+    if not os.path.isdir(folder):
+        raise UsageError(f"{path}: no folder {folder} to write {what} in")
+    try:
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as exc:
+        raise UsageError(f"{path}: can't write {what} there ({exc.strerror})") from exc
+
+
+def _written(path: str, content: str) -> None:
+    """write_atomic, with what stops it (a folder in the way, a full disk) said in one line."""
+    try:
+        write_atomic(path, content)
+    except OSError as exc:
+        raise UsageError(f"{path}: can't write it ({exc.strerror or exc})") from exc
 
 
 def _load_config(path: str | None):
@@ -178,20 +227,69 @@ def _load_config(path: str | None):
                          f"{type(exc).__name__}: {detail}") from exc
 
 
+def _config_of(architecture: str, path: str | None):
+    """The --config for one of transformers' architectures: one of the model types whose auto mappings
+    name it, so that the plan records model types that are the architecture's own."""
+    from staticexec.analysis.architectures import find_architecture, model_types
+
+    if path is None:
+        return None
+    find_architecture(architecture)  # an unknown name is said as such, before the config is read
+    config = _load_config(path)
+    own = model_types(architecture)
+    if config.model_type not in own:
+        raise UsageError(f"{path}: model_type {config.model_type!r} is not {architecture}'s "
+                         f"({', '.join(own)})")
+    return config
+
+
 def _analysed(args):
     """The plan of the architecture the command names: one of transformers' classes, or a user's class
     or model folder, read from source alone (nothing of the user's code is imported)."""
+    try:
+        return _analysis(args)
+    except SyntaxError as exc:  # a user's file that Python can't read (transformers' own files parse)
+        where = f"{exc.filename}:{exc.lineno}" if exc.filename else args.architecture
+        raise UsageError(f"{where}: a syntax error ({exc.msg}); staticexec reads code that Python can run") from exc
+
+
+def _analysis(args):
     from staticexec.analysis.userclass import UserClass, analysis_config, find_user_class, is_user_class
     from staticexec.api import analyse, analyse_architecture
 
     if not is_user_class(args.architecture):
-        return analyse_architecture(args.architecture, args.targets, config=_load_config(args.config))
+        return analyse_architecture(args.architecture, args.targets, config=_config_of(args.architecture, args.config))
     user = find_user_class(args.architecture)
+    _defined(user.cls, args.architecture)
     given = analysis_config(UserClass(args.config, user.cls, config=_read_config(args.config))) if args.config else None
     config = analysis_config(user, given)
     model_type = getattr(config, "model_type", None) or (user.config or {}).get("model_type")
     return analyse(user.cls, args.targets, config=config, architecture=user.cls.name,
                    model_types=[model_type] if model_type else None)
+
+
+def _defined(ref, spec: str) -> None:
+    """One line, before the analysis, when the module's file plainly binds no class by the name given: the
+    name is bound nowhere at its top level (nor imported), or is bound to a function or a value."""
+    import ast
+
+    from staticexec.analysis.source import load_module
+
+    sf = load_module(ref.module)
+    head = ref.name.split(".")[0]
+    if sf is None or sf.find_class(ref.name) is not None:
+        return
+    imported = {alias.asname or alias.name.split(".")[0] for node in sf.tree.body
+                if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
+    if head in imported or "*" in imported:  # a class from elsewhere, perhaps: the analysis follows it
+        return
+    node = sf.top_level(head)
+    if node is None:
+        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise UsageError(f"{spec!r}: {head} is a function in {sf.relpath}, not a class")
+    if "." in ref.name and isinstance(node, ast.ClassDef):
+        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
 
 
 def _built(spec: str, config_path: str | None):
@@ -210,8 +308,13 @@ def _built(spec: str, config_path: str | None):
 
         print(f"staticexec: building {user.cls.name} from {spec}: this runs the folder's code (trust_remote_code)",
               file=sys.stderr)
-        config = transformers.AutoConfig.from_pretrained(user.folder, trust_remote_code=True)
-        return getattr(transformers, user.auto_class).from_config(config, trust_remote_code=True).eval()
+        try:
+            config = transformers.AutoConfig.from_pretrained(user.folder, trust_remote_code=True)
+            return getattr(transformers, user.auto_class).from_config(config, trust_remote_code=True).eval()
+        except Exception as exc:
+            detail = " ".join(str(exc).split())[:300]
+            raise UsageError(f"{spec!r}: transformers can't build {user.cls.name} from the folder: "
+                             f"{type(exc).__name__}: {detail}") from exc
     print(f"staticexec: building {user.cls.name}: this imports {user.cls.module}", file=sys.stderr)
     cls = importlib.import_module(user.cls.module)
     for part in user.cls.name.split("."):
@@ -235,12 +338,20 @@ def cmd_plan(args) -> int:
         return _plan_all(args)
     if not args.architecture:
         raise UsageError("name an architecture, or --all")
+    if args.jobs is not None or args.no_cache:
+        raise UsageError("--jobs and --no-cache go with --all")
 
+    existed = os.path.isdir(args.out)
     writable_folder(args.out)
-    plan = _analysed(args)
-    _check_requested(args.targets, plan)
-    path = os.path.join(args.out, f"{plan.architecture}.json")
-    write_atomic(path, plan.to_json())
+    try:
+        plan = _analysed(args)
+        _check_requested(args.targets, plan)
+        path = os.path.join(args.out, f"{plan.architecture}.json")
+        _written(path, plan.to_json())
+    except BaseException:
+        if not existed and not os.listdir(args.out):  # made for this plan: not left behind empty
+            os.rmdir(args.out)
+        raise
     print(f"{path}: {len(plan.functions)} reaching functions, targets {', '.join(plan.target_names)}")
     return 0
 
@@ -259,7 +370,7 @@ def _plan_all(args) -> int:
     archs = all_generative()
     start = time.monotonic()
     options = {"out": os.path.abspath(args.out), "cache": None if args.no_cache else os.path.abspath(CACHE_DIR)}
-    rows = sweep.run(plan_job, archs, options, jobs=args.jobs, timeout=600, label="plan")
+    rows = sweep.run(plan_job, archs, options, jobs=args.jobs or os.cpu_count() or 1, timeout=600, label="plan")
     index = write_index(args.out, rows, transformers_version())
     counts: dict[str, int] = {}
     for row in index["architectures"].values():
@@ -298,16 +409,20 @@ def cmd_emit(args) -> int:
     from staticexec.emit.emitter import Emitter
 
     from staticexec.analysis.userclass import is_user_class
+    from staticexec.check.configs import TinyBuildError
 
     user = is_user_class(args.architecture)
-    model = _built(args.architecture, args.config) if user else build_tiny_model(args.architecture, config=_load_config(args.config))
-    targets = args.targets or default_targets(model)
-    if args.sample == "multimodal":
-        from staticexec.check.multimodal import multimodal_samples
+    try:
+        model = _built(args.architecture, args.config) if user else build_tiny_model(args.architecture, config=_config_of(args.architecture, args.config))
+        targets = args.targets or default_targets(model)
+        if args.sample == "multimodal":
+            from staticexec.check.multimodal import multimodal_samples
 
-        sample = next(multimodal_samples(model))
-    else:
-        sample = sample_inputs(model)
+            sample = next(multimodal_samples(model))
+        else:
+            sample = sample_inputs(model)
+    except TinyBuildError as exc:  # verify reports the same as build-failed, or n/a where no media input fits
+        raise UsageError(f"{args.architecture}: {exc}") from exc
     if user:
         import staticexec
 
@@ -328,8 +443,8 @@ def cmd_verify(args) -> int:
 
     if args.all:
         return _verify_all(args)
-    if args.report:
-        raise UsageError("--report goes with --all")
+    if args.report or args.task or args.jobs is not None or args.timeout is not None:
+        raise UsageError("--report, --task, --jobs and --timeout go with --all")
     from staticexec.analysis.userclass import is_user_class
 
     if not args.architectures:
@@ -366,7 +481,11 @@ def _verify_all(args) -> int:
 
     if args.architectures or args.targets or args.config:
         raise UsageError("--all verifies every architecture with its default targets and config")
-    archs = task_architectures(args.task)
+    task = args.task or "causal-lm"
+    if args.report:
+        _writable_file(args.report, "the report")
+        _writable_file(os.path.splitext(args.report)[0] + ".json", "the report's JSON")
+    archs = task_architectures(task)
     attns = ["eager", "sdpa"] if args.attn == "both" else [args.attn]
     failed = 0
     for attn in attns:
@@ -378,16 +497,16 @@ def _verify_all(args) -> int:
             print(f"{r['arch']:<44} {r['status']:<15} {detail}", flush=True)
 
         rows = sweep.run(sweep_job, archs, {"attn": attn, "sample": args.sample, "targets_from": args.targets_from},
-                         jobs=args.jobs,
-                         timeout=args.timeout, label=f"verify {args.task} [{attn}]", on_result=show)
+                         jobs=args.jobs or os.cpu_count() or 1, timeout=args.timeout or 300.0,
+                         label=f"verify {task} [{attn}]", on_result=show)
         table = {r["arch"]: r for r in rows}
         mode = attn if args.sample == "text" else f"{attn}, {args.sample} samples"
         if args.targets_from != "default":
             mode += f", {args.targets_from} targets"
-        print(coverage.totals_line(f"{args.task} [{mode}]", table).replace("**", ""))
+        print(coverage.totals_line(f"{task} [{mode}]", table).replace("**", ""))
         if args.report:
             json_path = os.path.splitext(args.report)[0] + ".json"
-            coverage.update(json_path, args.report, args.task, mode, rows, transformers_version())
+            coverage.update(json_path, args.report, task, mode, rows, transformers_version())
         failed += sum(1 for r in rows if r["status"] not in ("ok", "n/a"))
         bugs = sorted((r["arch"], r["status"]) for r in rows
                       if coverage.CATEGORIES.get(r["status"], "").startswith("BUG"))
@@ -399,8 +518,11 @@ def _verify_all(args) -> int:
 
 def cmd_graph(args) -> int:
     """`staticexec graph`: write the plan's call graph to the `--out` file and say what was written."""
-    from staticexec.graph import render, to_dot
+    from staticexec.graph import FORMATS, format_of, render, to_dot
 
+    if format_of(args.out) not in FORMATS:
+        raise UsageError(f"{args.out}: name a .{', .'.join(FORMATS[:-1])} or .{FORMATS[-1]} file")
+    _writable_file(args.out, "the graph")
     plan = _analysed(args)
     _check_requested(args.targets, plan)
     print(render(to_dot(plan), args.out))

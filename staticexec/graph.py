@@ -5,11 +5,15 @@ It reads a plan, the output of the plan stage, for the cli.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
 from staticexec.analysis.plan import Plan
 from staticexec.files import write_atomic
+
+# what `render` writes: DOT itself, or what Graphviz's `dot` makes of it
+FORMATS = ("dot", "gv", "svg", "png", "pdf")
 
 
 def _label(node: str) -> str:
@@ -46,16 +50,23 @@ def to_dot(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(dot: str, out: str) -> str:
-    """Write `out` (.dot or .svg/.png/.pdf); a one-line note on what was written."""
+def format_of(out: str) -> str:
+    """The format a file name asks for, by its extension (one of FORMATS when `render` can write it)."""
+    return os.path.splitext(out)[1].lower().lstrip(".")
 
-    fmt = out.rsplit(".", 1)[-1].lower() if "." in out else "dot"
+
+def render(dot: str, out: str) -> str:
+    """Write `out` (.dot or .gv, else .svg/.png/.pdf: FORMATS); a one-line note on what was written."""
+
+    fmt = format_of(out)
+    if fmt not in FORMATS:
+        raise ValueError(f"{out}: not one of the formats {', '.join(FORMATS)}")
     if fmt in ("dot", "gv"):
         write_atomic(out, dot)
         return f"wrote {out}"
     exe = shutil.which("dot")
     if exe is None:
-        dot_path = out.rsplit(".", 1)[0] + ".dot"
+        dot_path = os.path.splitext(out)[0] + ".dot"
         write_atomic(dot_path, dot)
         return (f"Graphviz `dot` is not installed: wrote {dot_path}; render it with "
                 f"`dot -T{fmt} {dot_path} -o {out}` (Debian package graphviz)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -222,3 +223,48 @@ def test_a_model_folder_without_auto_map_is_one_line_and_exit_2(tmp_path, capsys
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
     assert main(["plan", str(tmp_path), "--out", str(tmp_path)]) == 2
     assert "auto_map" in capsys.readouterr().err
+
+
+LLAMA_MODULE = "transformers.models.llama.modeling_llama"
+
+
+def _bad_input_cases(tmp: str) -> list[tuple[list[str], str]]:
+    """(argv, what the one line must say) for input each command turns away before any work is written."""
+    return [
+        (["plan", "LlamaForCausalLM", "--targets", "", "--out", f"{tmp}/new"], "an empty class name"),
+        (["plan", "LlamaForCausalLM", "--jobs", "2", "--out", f"{tmp}/new"], "--jobs and --no-cache go with --all"),
+        (["check", tmp, "--jobs", "0"], "0 is not above zero"),
+        (["verify", "LlamaForCausalLM", "--timeout", "1"], "go with --all"),
+        (["verify", "--all", "--report", f"{tmp}/nowhere/coverage.md"], "no folder"),
+        (["plan", "LlamaForCausalLM", "--config", tmp, "--out", f"{tmp}/new"], "not a file"),
+        (["plan", "LlamaForCausalLM", "--config", f"{tmp}/gpt2.json", "--out", f"{tmp}/new"],
+         "model_type 'gpt2' is not LlamaForCausalLM's"),
+        (["emit", "LlamaForCausalLM", "--config", f"{tmp}/gpt2.json"], "model_type 'gpt2' is not LlamaForCausalLM's"),
+        (["emit", "LlamaForCausalLM", "--sample", "multimodal"], "takes no image or audio tensor"),
+        (["plan", f"{LLAMA_MODULE}:LLAMA", "--out", f"{tmp}/new"], "defines no class LLAMA"),
+        (["plan", f"{LLAMA_MODULE}:apply_rotary_pos_emb", "--out", f"{tmp}/new"], "is a function"),
+        (["plan", f"{tmp}/broken", "--out", f"{tmp}/new"], "modeling_tiny.py:26: a syntax error"),
+        (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/g.txt"], "name a .dot, .gv, .svg, .png or .pdf file"),
+        (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/nowhere/g.dot"], "no folder"),
+        (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/folder.dot"], "a folder"),
+        (["plan", "LlamaForCausalLM", "--out", tmp], "can't write it"),  # LlamaForCausalLM.json is a folder there
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_bad_input_cases(""))))
+def test_bad_input_is_one_line_and_exit_2_and_nothing_is_written(case, tmp_path, capsys):
+    from transformers import GPT2Config
+
+    GPT2Config().to_json_file(str(tmp_path / "gpt2.json"))
+    (tmp_path / "folder.dot").mkdir()
+    (tmp_path / "LlamaForCausalLM.json").mkdir()
+    broken = tmp_path / "broken"
+    shutil.copytree(REMOTE, broken)
+    with open(broken / "modeling_tiny.py", "a") as handle:
+        handle.write("def broken(:\n")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    argv, said = _bad_input_cases(str(tmp_path))[case]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and said in err and "Traceback" not in err, err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing new, nothing left

@@ -429,4 +429,12 @@ def diff(old: dict, new: dict, renames: dict[str, str] | None = None) -> list[st
         lines += [f"  + unresolved {u}" for u in sorted(shown_b - shown_a)]
         if shown_a == shown_b:
             lines.append("  ~ unresolved calls: other reasons")
+    if not lines:  # none of the above moved: name the fields that did (an edited architecture, schema, ...)
+        a, b = shape(old), shape(new)
+        for key in sorted(set(a) | set(b)):
+            if not equal(a.get(key), b.get(key), renames):
+                if isinstance(old.get(key, new.get(key)), (dict, list)):
+                    lines.append(f"  ~ {key}: other details")
+                else:
+                    lines.append(f"  {key}: {old.get(key)!r} -> {new.get(key)!r}")
     return lines

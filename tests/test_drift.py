@@ -81,6 +81,16 @@ def test_a_statement_class_that_moved_is_changed():
     assert any(re.match(r"\s*\+\s+ancestor ", line) for line in shown)
 
 
+def test_a_changed_plan_whose_statements_did_not_move_names_the_fields_that_did():
+    doc = _plan()
+    other = copy.deepcopy(doc)
+    other["schema"], other["architecture"] = 99, "EditedForCausalLM"
+    assert drift.compare(doc, other).kind == "changed"
+    shown = drift.diff(doc, other)
+    assert f"  schema: {doc['schema']!r} -> 99" in shown
+    assert f"  architecture: {doc['architecture']!r} -> 'EditedForCausalLM'" in shown and len(shown) == 2
+
+
 def test_a_condition_class_that_moved_is_changed():
     doc = _plan()
     other = copy.deepcopy(doc)

@@ -268,3 +268,13 @@ def test_bad_input_is_one_line_and_exit_2_and_nothing_is_written(case, tmp_path,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and said in err and "Traceback" not in err, err
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing new, nothing left
+
+
+@pytest.mark.parametrize("name, meant", [("LlamaForCausalLm", "LlamaForCausalLM"), ("LlamaForCasualLM", "LlamaForCausalLM"),
+                                         ("FooBarModel", None)])
+def test_an_unknown_architecture_names_the_one_meant_when_one_is_close(name, meant, tmp_path, capsys):
+    assert main(["plan", name, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"staticexec: unknown architecture {name!r}: not a model class of transformers")
+    assert err.endswith(f"; did you mean {meant}?" if meant else "transformers")
+    assert not (tmp_path / "out").exists()

@@ -71,6 +71,14 @@ def _index() -> dict[str, list[str]]:
     return out
 
 
+def _near(name: str) -> list[str]:
+    """The model class names a mistyped one may have meant: the same but for case first, then close ones."""
+    import difflib
+
+    same = [n for n in _index() if n.lower() == name.lower()]
+    return same + difflib.get_close_matches(name, list(_index()), n=3, cutoff=0.85)
+
+
 def model_types(name: str) -> list[str]:
     """The model_types whose auto mapping names list the model class `name`, sorted; [] for none."""
     return sorted(_index().get(name, ()))
@@ -105,7 +113,8 @@ def find_architecture(name: str) -> Architecture:
 
     model_types = _index().get(name)
     if not model_types:
-        raise UnknownArchitecture(f"unknown architecture {name!r}: not a model class of transformers")
+        raise UnknownArchitecture(f"unknown architecture {name!r}: not a model class of transformers"
+                                  + "".join(f"; did you mean {n}?" for n in _near(name)[:1]))
     # a class reused by other model types (LlamaForCausalLM for internlm3) belongs to the folder defining it
     for model_type in model_types:
         config_class = CONFIG_MAPPING_NAMES.get(model_type)

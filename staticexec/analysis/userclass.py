@@ -54,7 +54,8 @@ def find_user_class(spec: str) -> UserClass:
     from staticexec.analysis.source import module_path
 
     if module_path(module) is None:
-        raise UsageError(f"{spec!r}: no Python file for module {module!r} on sys.path")
+        raise UsageError(f"{spec!r}: no .py file for module {module!r}: it is not on sys.path, or has no source "
+                         "(built in, frozen or compiled)")
     return UserClass(spec, ClassRef(module, qualname))
 
 

@@ -51,6 +51,10 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see `{self.prog} --help`)")
 
 
+JOBS = os.cpu_count() or 1  # parallel workers unless --jobs says otherwise
+VERIFY_TIMEOUT = 300.0  # verify --all: seconds per architecture unless --timeout says otherwise
+
+
 def _class_name(text: str) -> str:
     """A --targets value: a class name, not empty."""
     if not text.strip():
@@ -69,7 +73,6 @@ def _positive(kind: type) -> Any:
             raise argparse.ArgumentTypeError(f"{text} is not above zero")
         return value
 
-    read.__name__ = kind.__name__  # argparse names the type in its message
     return read
 
 
@@ -128,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
                                     "(with a diff; decorators added to every forward are reported once). Architectures new in the installed transformers, or removed from "
                                     "it, are listed. Exit 1 unless every plan is unchanged and none is new or removed.")
     sp.add_argument("folder", metavar="DIR")
-    sp.add_argument("--jobs", type=_positive(int), default=os.cpu_count() or 1, help="parallel workers")
+    sp.add_argument("--jobs", type=_positive(int), default=JOBS, help="parallel workers")
     sp.add_argument("--no-cache", action="store_true", help="re-analyse every plan, ignoring the on-disk cache")
 
     sp = sub.add_parser("matrix", help="verify a fixed set of cases on every supported transformers release",
@@ -149,7 +152,7 @@ def _parser() -> argparse.ArgumentParser:
                     "complete and made by the current code (an incomplete one resumes)")
     sp.add_argument("--report", default="docs/compatibility.md", metavar="FILE.md")
     sp.add_argument("--report-only", action="store_true", help="only write the report from the results there are")
-    sp.add_argument("--jobs", type=_positive(int), default=os.cpu_count() or 1, help="parallel workers in each release")
+    sp.add_argument("--jobs", type=_positive(int), default=JOBS, help="parallel workers in each release")
     sp.add_argument("--timeout", type=_positive(float), default=600.0, help="seconds per case")
 
     sp = sub.add_parser("verify", help="check architectures end to end on tiny models",
@@ -171,7 +174,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="with --all: which auto mapping to sweep (default: causal-lm)")
     sp.add_argument("--report", metavar="FILE.md", help="with --all: write the coverage report (and FILE.json)")
     sp.add_argument("--jobs", type=_positive(int), help="with --all: parallel workers (default: one per core)")
-    sp.add_argument("--timeout", type=_positive(float), help="with --all: seconds per architecture (default: 300)")
+    sp.add_argument("--timeout", type=_positive(float), help=f"with --all: seconds per architecture (default: {VERIFY_TIMEOUT:g})")
     return p
 
 
@@ -370,7 +373,7 @@ def _plan_all(args) -> int:
     archs = all_generative()
     start = time.monotonic()
     options = {"out": os.path.abspath(args.out), "cache": None if args.no_cache else os.path.abspath(CACHE_DIR)}
-    rows = sweep.run(plan_job, archs, options, jobs=args.jobs or os.cpu_count() or 1, timeout=600, label="plan")
+    rows = sweep.run(plan_job, archs, options, jobs=args.jobs or JOBS, timeout=600, label="plan")
     index = write_index(args.out, rows, transformers_version())
     counts: dict[str, int] = {}
     for row in index["architectures"].values():
@@ -497,7 +500,7 @@ def _verify_all(args) -> int:
             print(f"{r['arch']:<44} {r['status']:<15} {detail}", flush=True)
 
         rows = sweep.run(sweep_job, archs, {"attn": attn, "sample": args.sample, "targets_from": args.targets_from},
-                         jobs=args.jobs or os.cpu_count() or 1, timeout=args.timeout or 300.0,
+                         jobs=args.jobs or JOBS, timeout=args.timeout or VERIFY_TIMEOUT,
                          label=f"verify {task} [{attn}]", on_result=show)
         table = {r["arch"]: r for r in rows}
         mode = attn if args.sample == "text" else f"{attn}, {args.sample} samples"

@@ -19,13 +19,14 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+from typing import Any
 from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, run_in_block
 
 ROOTS = ("torch", "numpy", "builtins", "typing", "typing_extensions", "functools", "collections", "math")
 """Top-level packages whose code the analysis never enters."""
 
-_MISSING = object()
+MISSING = object()
 
 
 def is_external(module: str) -> bool:
@@ -37,6 +38,13 @@ def imported_from(sf: SourceFile, name: str) -> tuple[str, str | None] | None:
     """(module, member) when the file's only binding of a module-level name is an import from an
     external module: `import numpy as np` gives ("numpy", None), `from collections import OrderedDict`
     gives ("collections", "OrderedDict"), `import torch.nn` binds `torch`, ("torch", None)."""
+    found = only_import(sf, name)
+    return found if found is not None and is_external(found[0]) else None
+
+
+def only_import(sf: SourceFile, name: str) -> tuple[str, str | None] | None:
+    """(module, member) when the file's only binding of a module-level name is an absolute import,
+    from whatever module, and nothing else can rebind it."""
     return _imports(sf).get(name)
 
 
@@ -68,16 +76,16 @@ def _index(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
                 bindings.setdefault(alias.asname or alias.name, []).append(
                     (module, alias.name) if node.level == 0 else None)
         else:
-            for bound in _bound_names(node):
+            for bound in statement_binds(node):
                 bindings.setdefault(bound, []).append(None)
     if star:
         return {}
     rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
     return {name: only[0] for name, only in bindings.items()
-            if len(only) == 1 and only[0] is not None and name not in rebound and is_external(only[0][0])}
+            if len(only) == 1 and only[0] is not None and name not in rebound}
 
 
-def _bound_names(node: ast.AST) -> set[str]:
+def statement_binds(node: ast.AST) -> set[str]:
     """The names a module-level statement binds, other than by import (its own, not its nested blocks')."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return {node.name}
@@ -105,16 +113,9 @@ def definition(module: str, member: str | None = None) -> tuple[str, str, str, s
     kind, file), the fields of jedi's answer; None when it can't be looked up (then jedi answers)."""
     if not is_external(module):
         return None
-    try:
-        owner = importlib.import_module(module)
-    except Exception:
+    obj = held(module, member)
+    if obj is MISSING:
         return None
-    obj = owner if member is None else getattr(owner, member, _MISSING)
-    if obj is _MISSING:  # a submodule not imported yet
-        try:
-            obj = importlib.import_module(f"{module}.{member}")
-        except Exception:
-            return None
     if inspect.ismodule(obj):
         return obj.__name__, "", "module", getattr(obj, "__file__", None)
     if isinstance(obj, type):
@@ -128,6 +129,22 @@ def definition(module: str, member: str | None = None) -> tuple[str, str, str, s
             return defined, qualname, "function", None
         return module, member, "function", None
     return module, member, "statement", None
+
+
+def held(module: str, member: str | None = None) -> Any:
+    """`module` imported, or its `member` (a submodule imported when it is not an attribute yet);
+    `MISSING` when either can't be had."""
+    try:
+        owner = importlib.import_module(module)
+    except Exception:
+        return MISSING
+    obj = owner if member is None else getattr(owner, member, MISSING)
+    if obj is MISSING:  # a submodule not imported yet
+        try:
+            obj = importlib.import_module(f"{module}.{member}")
+        except Exception:
+            return MISSING
+    return obj
 
 
 def bases(module: str, qualname: str) -> list[tuple[str, str]] | None:

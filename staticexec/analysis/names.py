@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import jedi
 
-from staticexec.analysis import external
+from staticexec.analysis import external, lazy
 from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path, real_path
 
@@ -137,7 +137,13 @@ class NameResolver:
         key = (sf.path, sf.hash, name)
         if key not in self._globals:
             found = self.external_global(sf, name)
-            self._globals[key] = found if found is not None else self.goto(sf, line, column)
+            if found is None:
+                found = self.goto(sf, line, column)
+            if found is None:  # jedi finds nothing: a name transformers exports lazily, perhaps
+                imported = external.only_import(sf, name)
+                if imported is not None and imported[1] is not None:
+                    found = self.lazy(*imported)
+            self._globals[key] = found
         return self._globals[key]
 
     def external_global(self, sf: SourceFile, name: str) -> Definition | None:
@@ -163,9 +169,14 @@ class NameResolver:
             return found
         path = self._module_paths.get(module)
         if not path or not real_path(path).startswith(_INSTALLED):
-            return self.goto(sf, line, column)
-        self._members[key] = self.goto(sf, line, column)
+            return self.goto(sf, line, column) or self.lazy(module, name)
+        self._members[key] = self.goto(sf, line, column) or self.lazy(module, name)
         return self._members[key]
+
+    def lazy(self, module: str, member: str) -> Definition | None:
+        """A name one of transformers' packages exports lazily, which jedi can't follow (lazy.py)."""
+        found = lazy.definition(module, member)
+        return Definition(*found, None) if found is not None else None
 
     def _external(self, module: str, member: str | None) -> Definition | None:
         """A name of code the analysis never enters, as the imported module holds it (external.py)."""

@@ -233,16 +233,13 @@ def _load_config(path: str | None):
 def _config_of(architecture: str, path: str | None):
     """The --config for one of transformers' architectures: one of the model types whose auto mappings
     name it, so that the plan records model types that are the architecture's own."""
-    from staticexec.analysis.architectures import find_architecture, model_types
+    from staticexec.analysis.architectures import check_model_type, find_architecture
 
     if path is None:
         return None
     find_architecture(architecture)  # an unknown name is said as such, before the config is read
     config = _load_config(path)
-    own = model_types(architecture)
-    if config.model_type not in own:
-        raise UsageError(f"{path}: model_type {config.model_type!r} is not {architecture}'s "
-                         f"({', '.join(own)})")
+    check_model_type(architecture, config, where=path)  # the analysis checks it too; emit builds first
     return config
 
 
@@ -263,7 +260,6 @@ def _analysis(args):
     if not is_user_class(args.architecture):
         return analyse_architecture(args.architecture, args.targets, config=_config_of(args.architecture, args.config))
     user = find_user_class(args.architecture)
-    _defined(user.cls, args.architecture)
     given = analysis_config(UserClass(args.config, user.cls, config=_read_config(args.config))) if args.config else None
     config = analysis_config(user, given)
     model_type = getattr(config, "model_type", None) or (user.config or {}).get("model_type")
@@ -271,68 +267,64 @@ def _analysis(args):
                    model_types=[model_type] if model_type else None)
 
 
-def _defined(ref, spec: str) -> None:
-    """One line, before the analysis, when the module's file plainly binds no class by the name given: the
-    name is bound nowhere at its top level (nor imported), or is bound to a function or a value."""
-    import ast
-
-    from staticexec.analysis.source import load_module
-
-    sf = load_module(ref.module)
-    head = ref.name.split(".")[0]
-    if sf is None or sf.find_class(ref.name) is not None:
-        return
-    imported = {alias.asname or alias.name.split(".")[0] for node in sf.tree.body
-                if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
-    if head in imported or "*" in imported:  # a class from elsewhere, perhaps: the analysis follows it
-        return
-    node = sf.top_level(head)
-    if node is None:
-        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        raise UsageError(f"{spec!r}: {head} is a function in {sf.relpath}, not a class")
-    if "." in ref.name and isinstance(node, ast.ClassDef):
-        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
-
-
 def _built(spec: str, config_path: str | None):
     """A user's model built for emit and verify: the folder's code run as transformers runs remote code, or
-    the module imported and its class built from its config class (the --config file, else its defaults)."""
+    the module imported and its class built from its config class (the --config file, else its defaults).
+    Its size is measured on the meta device first: a full-size config is refused, not allocated."""
+    import copy
     import importlib
 
     import torch
 
     from staticexec.analysis.userclass import find_user_class
+    from staticexec.check.configs import MAX_PARAM_MB
+    from staticexec.check.models import meta_mb
 
     user = find_user_class(spec)
-    torch.manual_seed(0)
     if user.folder is not None:
         import transformers
 
-        print(f"staticexec: building {user.cls.name} from {spec}: this runs the folder's code (trust_remote_code)",
+        name, source, smaller = user.cls.name, "the folder's config.json", "a folder whose config.json is smaller"
+        print(f"staticexec: building {name} from {spec}: this runs the folder's code (trust_remote_code)",
               file=sys.stderr)
         try:
             config = transformers.AutoConfig.from_pretrained(user.folder, trust_remote_code=True)
-            return getattr(transformers, user.auto_class).from_config(config, trust_remote_code=True).eval()
         except Exception as exc:
             detail = " ".join(str(exc).split())[:300]
-            raise UsageError(f"{spec!r}: transformers can't build {user.cls.name} from the folder: "
-                             f"{type(exc).__name__}: {detail}") from exc
-    print(f"staticexec: building {user.cls.name}: this imports {user.cls.module}", file=sys.stderr)
-    cls = importlib.import_module(user.cls.module)
-    for part in user.cls.name.split("."):
-        cls = getattr(cls, part, None)
-    if not isinstance(cls, type):
-        raise UsageError(f"{spec!r}: {user.cls.module} has no class {user.cls.name}")
-    config_class = getattr(cls, "config_class", None)
-    if config_class is None:
-        raise UsageError(f"{spec!r}: {user.cls.name} has no config_class to build it from")
+            raise UsageError(f"{spec!r}: transformers can't read the folder's config: {type(exc).__name__}: "
+                             f"{detail}") from exc
+        auto = getattr(transformers, user.auto_class)
+
+        def make(config):
+            return auto.from_config(config, trust_remote_code=True)
+    else:
+        module, _, qualname = spec.partition(":")  # the module named, which may bind a class defined elsewhere
+        print(f"staticexec: building {qualname}: this imports {module}", file=sys.stderr)
+        cls = importlib.import_module(module)
+        for part in qualname.split("."):
+            cls = getattr(cls, part, None)
+        if not isinstance(cls, type):
+            raise UsageError(f"{spec!r}: {module} has no class {qualname}")
+        config_class = getattr(cls, "config_class", None)
+        name, smaller = cls.__name__, "--config with a smaller config"
+        if config_class is None:
+            raise UsageError(f"{spec!r}: {name} has no config_class to build it from")
+        source = config_path or config_class.__name__ + "()"
+        try:
+            config = config_class.from_json_file(config_path) if config_path else config_class()
+        except Exception as exc:
+            raise UsageError(f"{spec!r}: can't read {source}: {type(exc).__name__}: {exc}") from exc
+        make = cls
+    mb = meta_mb(lambda: make(copy.deepcopy(config)))
+    if mb is not None and mb > MAX_PARAM_MB:
+        raise UsageError(f"{spec!r}: {name} built from {source} has {mb:,.0f} MB of parameters, over the "
+                         f"{MAX_PARAM_MB:.0f} MB a check builds; give it {smaller}")
+    torch.manual_seed(0)
     try:
-        config = config_class.from_json_file(config_path) if config_path else config_class()
-        return cls(config).eval()
+        return make(config).eval()
     except Exception as exc:
-        raise UsageError(f"{spec!r}: can't build {user.cls.name} from "
-                         f"{config_path or config_class.__name__ + '()'}: {type(exc).__name__}: {exc}") from exc
+        detail = " ".join(str(exc).split())[:300]
+        raise UsageError(f"{spec!r}: can't build {name} from {source}: {type(exc).__name__}: {detail}") from exc
 
 
 def cmd_plan(args) -> int:

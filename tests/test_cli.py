@@ -204,6 +204,36 @@ def test_plan_a_users_class_by_module_path(tmp_path, monkeypatch):
     assert (tmp_path / "TinyRemoteForCausalLM.json").exists()
 
 
+def test_a_users_class_derived_from_a_class_transformers_exports_lazily(tmp_path, monkeypatch, capsys):
+    """`from transformers import LlamaForCausalLM`, which jedi can't follow, and an alias of the class:
+    both planned as the user's class; a name bound to a value says what it is bound to."""
+    monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(os.path.dirname(REMOTE))))
+    for name in ("MyLlama", "Model"):
+        assert main(["plan", f"fixtures.userclass.derived_llama:{name}", "--out", str(tmp_path / name)]) == 0
+        plan = json.loads((tmp_path / name / "MyLlama.json").read_text())
+        assert list(plan["targets"]) == ["LlamaDecoderLayer"] and "LlamaModel.forward" in " ".join(plan["functions"])
+    assert main(["plan", "fixtures.userclass.derived_llama:config", "--out", str(tmp_path / "config")]) == 2
+    assert "derived_llama.py:12 binds config by `config = LlamaConfig()`" in capsys.readouterr().err
+    assert not (tmp_path / "config").exists()
+
+
+@pytest.mark.slow  # a tiny Llama built, planned and verified: `make verify` runs it
+def test_verify_a_users_class_builds_it_from_the_config_given_and_refuses_a_full_size_one(tmp_path, monkeypatch,
+                                                                                         capsys):
+    from transformers import LlamaConfig
+
+    monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(os.path.dirname(REMOTE))))
+    spec = "fixtures.userclass.derived_llama:MyLlama"
+    assert main(["verify", spec]) == 2  # LlamaConfig() is 7B parameters: measured on meta, never allocated
+    err = capsys.readouterr().err
+    assert "MyLlama built from LlamaConfig() has 2" in err and "give it --config with a smaller config" in err
+    config = tmp_path / "tiny.json"
+    LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, vocab_size=128).to_json_file(str(config))
+    assert main(["verify", spec, "--config", str(config)]) == 0
+    assert "1 checked: 1 ok" in capsys.readouterr().out
+
+
 def test_verify_a_model_folder_builds_it_and_says_so(capsys):
     assert main(["verify", REMOTE]) == 0
     captured = capsys.readouterr()
@@ -241,8 +271,14 @@ def _bad_input_cases(tmp: str) -> list[tuple[list[str], str]]:
          "model_type 'gpt2' is not LlamaForCausalLM's"),
         (["emit", "LlamaForCausalLM", "--config", f"{tmp}/gpt2.json"], "model_type 'gpt2' is not LlamaForCausalLM's"),
         (["emit", "LlamaForCausalLM", "--sample", "multimodal"], "takes no image or audio tensor"),
-        (["plan", f"{LLAMA_MODULE}:LLAMA", "--out", f"{tmp}/new"], "defines no class LLAMA"),
+        (["plan", f"{LLAMA_MODULE}:LLAMA", "--out", f"{tmp}/new"], "modeling_llama.py binds no LLAMA at module level"),
+        (["plan", f"{LLAMA_MODULE}:LlamaModel.Inner", "--out", f"{tmp}/new"], "defines no class LlamaModel.Inner"),
         (["plan", f"{LLAMA_MODULE}:apply_rotary_pos_emb", "--out", f"{tmp}/new"], "is a function"),
+        (["plan", f"{LLAMA_MODULE}:logger", "--out", f"{tmp}/new"],
+         "binds logger by `logger = logging.get_logger(__name__)`, which staticexec does not follow to a class"),
+        (["plan", f"{LLAMA_MODULE}:nn", "--out", f"{tmp}/new"], "nn is the module torch.nn"),
+        (["plan", "torch.nn.modules.container:ModuleList", "--targets", "Linear", "--out", f"{tmp}/new"],
+         "ModuleList has no forward of its own to split (nor in a base staticexec reads)"),
         (["plan", f"{tmp}/broken", "--out", f"{tmp}/new"], "modeling_tiny.py:26: a syntax error"),
         (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/g.txt"], "name a .dot, .gv, .svg, .png or .pdf file"),
         (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/nowhere/g.dot"], "no folder"),

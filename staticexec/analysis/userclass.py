@@ -56,7 +56,62 @@ def find_user_class(spec: str) -> UserClass:
     if module_path(module) is None:
         raise UsageError(f"{spec!r}: no .py file for module {module!r}: it is not on sys.path, or has no source "
                          "(built in, frozen or compiled)")
-    return UserClass(spec, ClassRef(module, qualname))
+    return UserClass(spec, _bound_class(spec, ClassRef(module, qualname)))
+
+
+def _bound_class(spec: str, ref: ClassRef) -> ClassRef:
+    """The class a module's name stands for, read from source: a class statement of the module, or the
+    class its module-level binding of the name leads to (an import, `Model = LlamaForCausalLM`).
+    UsageError in one line, saying what the name is bound to, when that is no class staticexec finds."""
+    import ast
+
+    from staticexec.analysis.names import shared_names
+    from staticexec.analysis.source import load_module, run_in_block
+
+    sf = load_module(ref.module)
+    if sf.find_class(ref.name) is not None:
+        return ref
+    head, _, rest = ref.name.partition(".")
+    statements = list(run_in_block(sf.tree.body))
+    binding = next((node for node in statements if head in _binds(node)), None)
+    if binding is None:
+        star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in statements)
+        raise UsageError(f"{spec!r}: {sf.relpath} binds no {head} at module level"
+                         + (" (other than perhaps by `import *`, which staticexec does not follow: name the "
+                            "module that defines the class)" if star else ""))
+    where = f"{sf.relpath}:{binding.lineno}"
+    if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
+    if isinstance(binding, ast.ClassDef):  # the name is a class, the dotted rest names none in it
+        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
+    names = shared_names()
+    if isinstance(binding, (ast.Import, ast.ImportFrom)):
+        alias = next(a for a in binding.names if (a.asname or a.name.split(".")[0]) == head)
+        found = names.goto_global(sf, head, alias.lineno, alias.end_col_offset - 1)
+        if found is None and isinstance(binding, ast.ImportFrom) and not binding.level:  # bound again elsewhere
+            found = names.lazy(binding.module, alias.name)
+    elif isinstance(binding, (ast.Assign, ast.AnnAssign)) and isinstance(binding.value, (ast.Name, ast.Attribute)):
+        found = names.goto_module_scope(sf, binding.value)
+    else:
+        found = None
+    if found is not None and found.kind == "class":
+        return ClassRef(found.module, ".".join(filter(None, (found.qualname, rest))))
+    if found is not None and found.kind == "module":
+        raise UsageError(f"{spec!r}: {head} is the module {found.module} ({where}), not a class")
+    code = " ".join(ast.unparse(binding).split())
+    raise UsageError(f"{spec!r}: {where} binds {head} by `{code[:100]}`, which staticexec does not "
+                     "follow to a class")
+
+
+def _binds(node) -> set[str]:
+    """The names a module-level statement binds: by import, class, function or assignment."""
+    import ast
+
+    from staticexec.analysis.external import statement_binds
+
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return {a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"}
+    return statement_binds(node)
 
 
 def _from_folder(folder: str) -> UserClass:

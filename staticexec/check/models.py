@@ -7,6 +7,7 @@ same weights, and put in eval mode; `upstream_note` says when a failure is trans
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -95,11 +96,16 @@ def _open_gates(model: nn.Module) -> None:
 
 
 def _meta_size_mb(model_class: type, cfg: PretrainedConfig, attn_implementation: str) -> float | None:
+    return meta_mb(lambda: model_class._from_config(copy.deepcopy(cfg), attn_implementation=attn_implementation,
+                                                    dtype=torch.float32))
+
+
+def meta_mb(build: Callable[[], nn.Module]) -> float | None:
+    """Parameter size in MB of the model `build` makes, made on the meta device (nothing is allocated);
+    None when it can't be made there."""
     try:
         with torch.device("meta"):
-            model = model_class._from_config(
-                copy.deepcopy(cfg), attn_implementation=attn_implementation, dtype=torch.float32
-            )
+            model = build()
     except Exception:
         return None
     return param_mb(model)

@@ -13,7 +13,7 @@ import os
 from typing import Any, Iterator
 
 from staticexec.analysis import defaults
-from staticexec.analysis.architectures import Architecture, find_architecture
+from staticexec.analysis.architectures import Architecture, check_model_type, find_architecture
 from staticexec.emit.emitter import Emitter
 from staticexec.emit.instance import check_instance
 from staticexec.emit.modules import one_listing
@@ -94,7 +94,9 @@ def _defined_anywhere(names: list[str]) -> bool:
 def analyse_architecture(name: str, targets: list[str] | None = None, config: Any = None) -> Plan:
     """Build a plan for an architecture by name, against its config class's defaults unless a config is given."""
     arch: Architecture = find_architecture(name)
-    if config is None:
+    if config is not None:
+        check_model_type(name, config)
+    else:
         try:
             config = arch.config()
         except Exception as exc:  # broken defaults upstream

@@ -335,3 +335,35 @@ def test_keys_that_are_no_attribute_names_are_reached_and_listed_as_registered()
     assert "blocks.class.norm" in listed and "blocks.a]b.norm" in listed
     with torch.no_grad():
         assert torch.equal(staticexec.run_subgraphs(model, chain, sample), model(**sample))
+
+
+def test_a_config_of_another_model_type_is_refused_before_the_analysis():
+    """A plan records the model types it was made for: a config of another is turned away."""
+    from transformers import GPT2Config
+
+    from staticexec.api import analyse_architecture
+
+    with pytest.raises(UsageError, match=r"the config: model_type 'gpt2' is not LlamaForCausalLM's \(.*llama\)"):
+        analyse_architecture("LlamaForCausalLM", config=GPT2Config())
+
+
+def test_a_subgraph_split_of_a_users_subclass_of_a_class_transformers_exports_lazily(monkeypatch):
+    """The subclass's base is named as `from transformers import LlamaForCausalLM`: read from source
+    (lazy.py), the split is Llama's, exact."""
+    import os
+    import sys
+
+    from transformers import LlamaConfig
+
+    monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    monkeypatch.delitem(sys.modules, "fixtures.userclass.derived_llama", raising=False)
+    from fixtures.userclass.derived_llama import MyLlama
+
+    torch.manual_seed(0)
+    model = MyLlama(LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                num_key_value_heads=2, vocab_size=128)).eval()
+    sample = sample_inputs(model)
+    chain = staticexec.subgraphs(model, sample, ["LlamaDecoderLayer"])
+    with torch.no_grad():
+        assert torch.equal(staticexec.run_subgraphs(model, chain, sample).logits, model(**sample).logits)
+    assert len(chain) == 3

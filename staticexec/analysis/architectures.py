@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from staticexec.messages import UsageError
 from staticexec.analysis.source import ClassRef
@@ -82,6 +83,15 @@ def _near(name: str) -> list[str]:
 def model_types(name: str) -> list[str]:
     """The model_types whose auto mapping names list the model class `name`, sorted; [] for none."""
     return sorted(_index().get(name, ()))
+
+
+def check_model_type(name: str, config: Any, where: str = "the config") -> None:
+    """UsageError in one line when a config given for an architecture is of another model type than those
+    whose auto mappings name it: a plan records the model types it was made for."""
+    own = model_types(name)
+    model_type = getattr(config, "model_type", None)
+    if model_type not in own:
+        raise UsageError(f"{where}: model_type {model_type!r} is not {name}'s ({', '.join(own) or 'none mapped'})")
 
 
 def task_architectures(task: str) -> list[str]:

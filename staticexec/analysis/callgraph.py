@@ -187,7 +187,8 @@ class CallGraphBuilder:
         if forward is None:
             from staticexec.messages import UsageError
 
-            raise UsageError(f"{root.name} has no forward of its own to split (it only generates)")
+            why = "it only generates" if self.resolver.find_method(root, "generate") else "nor in a base staticexec reads"
+            raise UsageError(f"{root.name} has no forward of its own to split ({why})")
         root_id = self._enqueue(forward, root, {})
         for _ in range(MAX_ROUNDS):
             pending = [n for n in self.envs if n not in self.functions or self.functions[n].env != self.envs[n]]

@@ -318,7 +318,7 @@ def _built(spec: str, config_path: str | None):
     mb = meta_mb(lambda: make(copy.deepcopy(config)))
     if mb is not None and mb > MAX_PARAM_MB:
         raise UsageError(f"{spec!r}: {name} built from {source} has {mb:,.0f} MB of parameters, over the "
-                         f"{MAX_PARAM_MB:.0f} MB a check builds; give it {smaller}")
+                         f"{MAX_PARAM_MB:.0f} MB limit of a model staticexec builds; give it {smaller}")
     torch.manual_seed(0)
     try:
         return make(config).eval()

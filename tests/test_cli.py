@@ -208,12 +208,12 @@ def test_a_users_class_derived_from_a_class_transformers_exports_lazily(tmp_path
     """`from transformers import LlamaForCausalLM`, which jedi can't follow, and an alias of the class:
     both planned as the user's class; a name bound to a value says what it is bound to."""
     monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(os.path.dirname(REMOTE))))
-    for name in ("MyLlama", "Model"):
+    for name, planned in (("MyLlama", "MyLlama"), ("Model", "MyLlama"), ("Base", "LlamaModel")):
         assert main(["plan", f"fixtures.userclass.derived_llama:{name}", "--out", str(tmp_path / name)]) == 0
-        plan = json.loads((tmp_path / name / "MyLlama.json").read_text())
+        plan = json.loads((tmp_path / name / f"{planned}.json").read_text())
         assert list(plan["targets"]) == ["LlamaDecoderLayer"] and "LlamaModel.forward" in " ".join(plan["functions"])
     assert main(["plan", "fixtures.userclass.derived_llama:config", "--out", str(tmp_path / "config")]) == 2
-    assert "derived_llama.py:12 binds config by `config = LlamaConfig()`" in capsys.readouterr().err
+    assert "derived_llama.py:18 binds config by `config = LlamaConfig()`" in capsys.readouterr().err
     assert not (tmp_path / "config").exists()
 
 
@@ -226,12 +226,30 @@ def test_verify_a_users_class_builds_it_from_the_config_given_and_refuses_a_full
     spec = "fixtures.userclass.derived_llama:MyLlama"
     assert main(["verify", spec]) == 2  # LlamaConfig() is 7B parameters: measured on meta, never allocated
     err = capsys.readouterr().err
-    assert "MyLlama built from LlamaConfig() has 2" in err and "give it --config with a smaller config" in err
+    assert ("MyLlama built from LlamaConfig() has 26,954 MB of parameters, over the 32 MB limit of a model "
+            "staticexec builds; give it --config with a smaller config") in err
     config = tmp_path / "tiny.json"
     LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                 num_key_value_heads=2, vocab_size=128).to_json_file(str(config))
     assert main(["verify", spec, "--config", str(config)]) == 0
     assert "1 checked: 1 ok" in capsys.readouterr().out
+
+
+def test_a_class_in_a_package_is_planned_without_running_the_packages_init(tmp_path, monkeypatch):
+    """Finding a module's file runs none of its packages' `__init__` files (find_spec would import them)."""
+    package = tmp_path / "sx_package_that_raises"
+    (package / "models").mkdir(parents=True)
+    (package / "__init__.py").write_text("raise RuntimeError('the package ran')\n")
+    (package / "models" / "__init__.py").write_text("raise RuntimeError('the subpackage ran')\n")
+    (package / "models" / "tiny.py").write_text(
+        "from torch import nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])\n\n"
+        "    def forward(self, x):\n        for layer in self.layers:\n            x = layer(x)\n        return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = "sx_package_that_raises.models.tiny:Model"
+    assert main(["plan", spec, "--targets", "Linear", "--out", str(tmp_path / "out")]) == 0
+    assert json.loads((tmp_path / "out" / "Model.json").read_text())["targets"] == {"Linear": "torch.nn.modules.linear:Linear"}
+    assert not [m for m in sys.modules if m.startswith("sx_package_that_raises")]
 
 
 def test_verify_a_model_folder_builds_it_and_says_so(capsys):
@@ -278,7 +296,15 @@ def _bad_input_cases(tmp: str) -> list[tuple[list[str], str]]:
          "binds logger by `logger = logging.get_logger(__name__)`, which staticexec does not follow to a class"),
         (["plan", f"{LLAMA_MODULE}:nn", "--out", f"{tmp}/new"], "nn is the module torch.nn"),
         (["plan", "torch.nn.modules.container:ModuleList", "--targets", "Linear", "--out", f"{tmp}/new"],
-         "ModuleList has no forward of its own to split (nor in a base staticexec reads)"),
+         "ModuleList has no forward to split: no `def forward` in it or a base staticexec reads"),
+        (["plan", "fixtures.userclass.derived_llama:Model.Inner", "--out", f"{tmp}/new"],
+         "Model is the class fixtures.userclass.derived_llama:MyLlama (fixtures/userclass/derived_llama.py:15), which defines no class Inner"),
+        (["plan", "fixtures.userclass.derived_llama:Twice", "--out", f"{tmp}/new"],
+         "derived_llama.py binds Twice 2 times (lines 16, 17); staticexec follows a name bound once"),
+        (["plan", "fixtures.userclass.derived_llama:InBlock", "--out", f"{tmp}/new"],
+         "derived_llama.py:20 defines InBlock inside a block; staticexec reads a class defined at the module's top level"),
+        (["plan", "fixtures.userclass.star:Model", "--out", f"{tmp}/new"],
+         "star.py binds no Model at module level (other than perhaps by `import *`"),
         (["plan", f"{tmp}/broken", "--out", f"{tmp}/new"], "modeling_tiny.py:26: a syntax error"),
         (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/g.txt"], "name a .dot, .gv, .svg, .png or .pdf file"),
         (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/nowhere/g.dot"], "no folder"),

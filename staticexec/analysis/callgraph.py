@@ -187,8 +187,11 @@ class CallGraphBuilder:
         if forward is None:
             from staticexec.messages import UsageError
 
-            why = "it only generates" if self.resolver.find_method(root, "generate") else "nor in a base staticexec reads"
-            raise UsageError(f"{root.name} has no forward of its own to split ({why})")
+            if self.resolver.find_method(root, "generate"):
+                raise UsageError(f"{root.name} has no forward of its own to split (it only generates)")
+            unread = self.resolver.unread_class(root)
+            raise UsageError(f"{root.name} has no forward to split: no `def forward` in it or a base staticexec reads"
+                             + (f" ({unread})" if unread else ""))
         root_id = self._enqueue(forward, root, {})
         for _ in range(MAX_ROUNDS):
             pending = [n for n in self.envs if n not in self.functions or self.functions[n].env != self.envs[n]]

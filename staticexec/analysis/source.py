@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import os
 import sys
 import textwrap
@@ -221,15 +222,46 @@ def module_path(module: str) -> str | None:
 
 @lru_cache(maxsize=4096)
 def _spec_path(module: str) -> str | None:
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+    """The module's file as the import system would find it, without running any package's `__init__`
+    (`importlib.util.find_spec` imports the parents of a dotted name): each level is asked of the
+    finders in turn, in the search path of the level above, or of that package if it is imported. A
+    namespace package is imported: it has no code to run."""
+    parts = module.split(".")
+    spec, path = None, None
+    for i in range(len(parts)):
+        name = ".".join(parts[: i + 1])
+        loaded = sys.modules.get(name)
+        spec = getattr(loaded, "__spec__", None) if loaded is not None else None
+        if spec is None:
+            spec = _find_spec(name, path)
+        if spec is None:
+            return None
+        if i < len(parts) - 1:
+            if loaded is None and spec.origin is None and spec.submodule_search_locations is not None:
+                # a namespace package (no __init__, nothing runs), imported for its subpackages' search paths
+                loaded = importlib.import_module(name)
+            locations = getattr(loaded, "__path__", None) if loaded is not None else spec.submodule_search_locations
+            if locations is None:
+                return None
+            path = list(locations)
+    if not spec.origin or not spec.origin.endswith(".py"):
         return None
     return spec.origin
+
+
+def _find_spec(name: str, path: list[str] | None):
+    """What the finders on sys.meta_path give for a module, its parent's search path given."""
+    for finder in sys.meta_path:
+        find = getattr(finder, "find_spec", None)
+        if find is None:
+            continue
+        try:
+            spec = find(name, path)
+        except (ImportError, ValueError):
+            return None
+        if spec is not None:
+            return spec
+    return None
 
 
 def load_module(module: str) -> SourceFile | None:

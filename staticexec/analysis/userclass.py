@@ -60,9 +60,10 @@ def find_user_class(spec: str) -> UserClass:
 
 
 def _bound_class(spec: str, ref: ClassRef) -> ClassRef:
-    """The class a module's name stands for, read from source: a class statement of the module, or the
-    class its module-level binding of the name leads to (an import, `Model = LlamaForCausalLM`).
-    UsageError in one line, saying what the name is bound to, when that is no class staticexec finds."""
+    """The class a module's name stands for, read from source: a class statement at the module's top
+    level, or the class that the module's one binding of the name leads to (an import, an assignment
+    such as `Model = LlamaForCausalLM`). UsageError in one line, saying what the name is bound to, when
+    that is no class staticexec finds."""
     import ast
 
     from staticexec.analysis.names import shared_names
@@ -73,44 +74,64 @@ def _bound_class(spec: str, ref: ClassRef) -> ClassRef:
         return ref
     head, _, rest = ref.name.partition(".")
     statements = list(run_in_block(sf.tree.body))
-    binding = next((node for node in statements if head in _binds(node)), None)
-    if binding is None:
+    bindings = [node for node in statements if head in _binds(node)]
+    if not bindings:
         star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in statements)
         raise UsageError(f"{spec!r}: {sf.relpath} binds no {head} at module level"
                          + (" (other than perhaps by `import *`, which staticexec does not follow: name the "
                             "module that defines the class)" if star else ""))
+    if len(bindings) > 1:
+        lines = ", ".join(str(node.lineno) for node in bindings)
+        raise UsageError(f"{spec!r}: {sf.relpath} binds {head} {len(bindings)} times (lines {lines}); staticexec "
+                         "follows a name bound once: name the module that defines the class")
+    binding = bindings[0]
     where = f"{sf.relpath}:{binding.lineno}"
     if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
-    if isinstance(binding, ast.ClassDef):  # the name is a class, the dotted rest names none in it
-        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
+    if isinstance(binding, ast.ClassDef):
+        if binding in sf.tree.body:  # the name is a class, the dotted rest names none in it
+            raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
+        raise UsageError(f"{spec!r}: {where} defines {head} inside a block; staticexec reads a class defined at "
+                         "the module's top level")
     names = shared_names()
     if isinstance(binding, (ast.Import, ast.ImportFrom)):
         alias = next(a for a in binding.names if (a.asname or a.name.split(".")[0]) == head)
-        found = names.goto_global(sf, head, alias.lineno, alias.end_col_offset - 1)
-        if found is None and isinstance(binding, ast.ImportFrom) and not binding.level:  # bound again elsewhere
+        column = alias.end_col_offset - 1 if alias.asname or isinstance(binding, ast.ImportFrom) else \
+            alias.col_offset + len(head) - 1  # `import a.b` binds `a`: ask for `a`, not `a.b`
+        found = names.goto(sf, alias.lineno, column)
+        if found is None and isinstance(binding, ast.ImportFrom) and not binding.level:
             found = names.lazy(binding.module, alias.name)
     elif isinstance(binding, (ast.Assign, ast.AnnAssign)) and isinstance(binding.value, (ast.Name, ast.Attribute)):
         found = names.goto_module_scope(sf, binding.value)
     else:
         found = None
-    if found is not None and found.kind == "class":
-        return ClassRef(found.module, ".".join(filter(None, (found.qualname, rest))))
     if found is not None and found.kind == "module":
-        raise UsageError(f"{spec!r}: {head} is the module {found.module} ({where}), not a class")
-    code = " ".join(ast.unparse(binding).split())
-    raise UsageError(f"{spec!r}: {where} binds {head} by `{code[:100]}`, which staticexec does not "
-                     "follow to a class")
+        raise UsageError(f"{spec!r}: {head} is the module {found.module} ({where}), not a class"
+                         + ("; name the class by the module that defines it" if rest else ""))
+    if found is None or found.kind != "class":
+        code = " ".join(ast.unparse(binding).split())
+        raise UsageError(f"{spec!r}: {where} binds {head} by `{code[:100]}`, which staticexec does not "
+                         "follow to a class")
+    bound = ClassRef(found.module, ".".join(filter(None, (found.qualname, rest))))
+    if rest:
+        source = load_module(bound.module)
+        if source is None or source.find_class(bound.name) is None:
+            raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), "
+                             + (f"which defines no class {rest}" if source else "whose source staticexec can't read"))
+    return bound
 
 
 def _binds(node) -> set[str]:
-    """The names a module-level statement binds: by import, class, function or assignment."""
+    """The names a module-level statement binds: by import, class, function or assignment (an
+    annotation alone binds nothing; `del` unbinds)."""
     import ast
 
     from staticexec.analysis.external import statement_binds
 
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return {a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"}
+    if isinstance(node, ast.Delete) or (isinstance(node, ast.AnnAssign) and node.value is None):
+        return set()
     return statement_binds(node)
 
 
@@ -139,7 +160,8 @@ def _from_folder(folder: str) -> UserClass:
         raise UsageError(f"{folder}: has an __init__.py, which reading the folder as a package would run; "
                          "name the class as module.path:Class instead")
     package = _package(folder)
-    return UserClass(folder, ClassRef(f"{package}.{module}", name), os.path.realpath(folder), key, config)
+    return UserClass(folder, _bound_class(folder, ClassRef(f"{package}.{module}", name)), os.path.realpath(folder), key,
+                     config)
 
 
 def _package(folder: str) -> str:

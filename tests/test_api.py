@@ -367,3 +367,15 @@ def test_a_subgraph_split_of_a_users_subclass_of_a_class_transformers_exports_la
     with torch.no_grad():
         assert torch.equal(staticexec.run_subgraphs(model, chain, sample).logits, model(**sample).logits)
     assert len(chain) == 3
+
+
+def test_a_config_of_the_model_classs_own_config_class_is_the_architectures():
+    """A causal-LM head of a composite model takes its text config (the class's `config_class`), whose
+    model type no auto mapping names for it."""
+    from transformers import Emu3TextConfig, GPT2Config
+
+    from staticexec.analysis.architectures import check_model_type
+
+    check_model_type("Emu3ForCausalLM", Emu3TextConfig())
+    with pytest.raises(UsageError, match=r"model_type 'gpt2' is not Emu3ForCausalLM's \(emu3, emu3_text_model\)"):
+        check_model_type("Emu3ForCausalLM", GPT2Config())

@@ -134,3 +134,52 @@ def test_a_member_of_a_module_that_may_be_edited_is_asked_where_it_is_read(tmp_p
         sf, head, member = _reader(tmp_path, "reader_d", "h", "Block")
         assert names.goto_member(sf, "helpers", "Block", *member).line == 3
         assert len(asked) == 3  # `h` in the first file, `h.Block` in both
+
+
+READ_BACK = """
+import sys, time
+import parso, parso.cache
+import staticexec.analysis.jedicache  # noqa: F401
+grammar = parso.load_grammar()
+grammar.parse(path=sys.argv[2], cache=True, cache_path=sys.argv[1])
+item = parso.cache.parser_cache[grammar._hashed][parso.file_io.FileIO(sys.argv[2]).path]
+print(round(time.time() - item.last_used))
+"""
+
+
+def test_a_module_read_back_from_the_disk_cache_counts_as_used_now(tmp_path):
+    """parso pickles the time a module was parsed and, past 600 modules in memory, drops those not used
+    in ten minutes: a module read back from disk must not look as old as its first parse."""
+    import parso
+
+    source, cache = tmp_path / "module.py", tmp_path / "cache"
+    source.write_text("def f(x):\n    return x\n")
+    grammar = parso.load_grammar()
+    grammar.parse(path=str(source), cache=True, cache_path=str(cache))  # pickled to the disk cache
+    (pickled,) = glob.glob(os.path.join(cache, "**", "*.pkl"), recursive=True)
+    with open(pickled, "rb") as handle:
+        item = pickle.load(handle)
+    item.last_used -= 3600  # parsed an hour ago, by an earlier run
+    with open(pickled, "wb") as handle:
+        pickle.dump(item, handle)
+    os.utime(source, (item.change_time - 10, item.change_time - 10))  # the source is older than its cache
+    done = subprocess.run([sys.executable, "-c", READ_BACK, str(cache), str(source)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert int(done.stdout) < 60
+
+
+def test_a_name_transformers_exports_lazily_is_looked_up_when_jedi_finds_nothing(tmp_path, monkeypatch):
+    """`from transformers import LlamaForCausalLM`: jedi can fail inside its star-import filter on
+    transformers' lazy __init__; the name is then looked up in the imported package (lazy.py)."""
+    from staticexec.analysis.names import NameResolver
+    from staticexec.analysis.session import isolated
+    from staticexec.analysis.source import load_file
+
+    path = tmp_path / "user_model.py"
+    path.write_text("from transformers import LlamaForCausalLM\n\n\nBase = LlamaForCausalLM\n")
+    monkeypatch.setattr(NameResolver, "goto", lambda self, sf, line, column: None)  # jedi finding nothing
+    with isolated():
+        sf = load_file(str(path), "user_model")
+        found = NameResolver().goto_global(sf, "LlamaForCausalLM", 4, 7)
+    assert (found.module, found.qualname, found.kind) == ("transformers.models.llama.modeling_llama",
+                                                        "LlamaForCausalLM", "class")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from staticexec.analysis import lazy
 from staticexec.messages import UsageError
 from staticexec.analysis.source import ClassRef
 
@@ -87,11 +88,20 @@ def model_types(name: str) -> list[str]:
 
 def check_model_type(name: str, config: Any, where: str = "the config") -> None:
     """UsageError in one line when a config given for an architecture is of another model type than those
-    whose auto mappings name it: a plan records the model types it was made for."""
+    whose auto mappings name it and that of the model class's own `config_class` (a causal-LM head of a
+    composite model, `MllamaForCausalLM`, takes the text config): a plan records the model types it was
+    made for. The class is looked up in transformers (lazy.py) only when the mappings don't decide."""
     own = model_types(name)
     model_type = getattr(config, "model_type", None)
-    if model_type not in own:
-        raise UsageError(f"{where}: model_type {model_type!r} is not {name}'s ({', '.join(own) or 'none mapped'})")
+    if model_type in own:
+        return
+    declared = getattr(lazy.definition_object("transformers", name), "config_class", None)
+    declared_type = getattr(declared, "model_type", None)
+    if isinstance(declared_type, str) and declared_type:
+        if model_type == declared_type:
+            return
+        own = sorted({*own, declared_type})
+    raise UsageError(f"{where}: model_type {model_type!r} is not {name}'s ({', '.join(own) or 'none mapped'})")
 
 
 def task_architectures(task: str) -> list[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
+import time
 
 import parso.cache
 from parso.python.tree import Module
@@ -50,11 +51,22 @@ _parso_load = parso.cache._load_from_file_system
 
 
 def _load_or_miss(hashed_grammar, path, p_time, cache_path=None):
-    """parso's cache read, where a cut or unreadable file (left by an older writer) is a miss, not an error."""
+    """parso's cache read, where a cut or unreadable file (left by an older writer) is a miss, not an error.
+
+    A module read back is marked used now. parso keeps the time it was first parsed, pickled with
+    it, and once its memory cache holds 600 modules it drops every one not used in ten minutes:
+    each module read back from the disk cache, moments ago, looked that old. jedi still held them
+    and failed on its next lookup in one (a KeyError inside `goto`), so the name came out
+    unresolved: `from transformers import X`, which reads hundreds of modules, did it to every
+    module read before."""
     try:
-        return _parso_load(hashed_grammar, path, p_time, cache_path=cache_path)
+        node = _parso_load(hashed_grammar, path, p_time, cache_path=cache_path)
     except (EOFError, pickle.UnpicklingError, AttributeError, ImportError, IndexError, TypeError, ValueError):
         return None
+    item = parso.cache.parser_cache.get(hashed_grammar, {}).get(path)
+    if node is not None and item is not None:
+        item.last_used = time.time()
+    return node
 
 
 parso.cache._save_to_file_system = _save_atomically

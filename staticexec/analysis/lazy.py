@@ -11,6 +11,7 @@ module is then read from source like any other; a user's own code is never impor
 from __future__ import annotations
 
 import inspect
+from typing import Any
 
 from staticexec.analysis import external
 
@@ -27,9 +28,7 @@ def definition(module: str, member: str) -> tuple[str, str, str, str | None] | N
     """Where `module.member` is defined, as the imported package holds it: (module, qualified name,
     kind, file), the fields of jedi's answer; None for a name that is not a class, function or
     module of transformers' own, or can't be looked up."""
-    if not is_lazy(module):
-        return None
-    obj = external.held(module, member)
+    obj = definition_object(module, member)
     if inspect.ismodule(obj):
         return obj.__name__, "", "module", getattr(obj, "__file__", None)
     if inspect.isclass(obj) or inspect.isfunction(obj):
@@ -37,3 +36,12 @@ def definition(module: str, member: str) -> tuple[str, str, str, str | None] | N
         if defined and is_lazy(defined) and "<locals>" not in qualname:
             return defined, qualname, "class" if inspect.isclass(obj) else "function", None
     return None
+
+
+def definition_object(module: str, member: str) -> Any:
+    """What `module.member` is in one of transformers' packages, imported; None for any other module,
+    or a name it does not hold."""
+    if not is_lazy(module):
+        return None
+    obj = external.held(module, member)
+    return None if obj is external.MISSING else obj

@@ -220,12 +220,14 @@ def _load_config(path: str | None):
         return None
     from transformers import AutoConfig
 
+    from staticexec.check.configs import one_line
+
     data = _read_config(path)
     model_type = data.pop("model_type")
     try:
         return AutoConfig.for_model(model_type, **data)
     except Exception as exc:  # the config class rejects a value (a null where it expects a dict, an unknown type)
-        detail = " ".join(str(exc).split())[:200]
+        detail = one_line(exc, 200)
         raise UsageError(f"{path}: the config class for model_type {model_type!r} rejects it: "
                          f"{type(exc).__name__}: {detail}") from exc
 
@@ -277,7 +279,7 @@ def _built(spec: str, config_path: str | None):
     import torch
 
     from staticexec.analysis.userclass import find_user_class
-    from staticexec.check.configs import MAX_PARAM_MB
+    from staticexec.check.configs import MAX_PARAM_MB, one_line
     from staticexec.check.models import meta_mb
 
     user = find_user_class(spec)
@@ -290,7 +292,7 @@ def _built(spec: str, config_path: str | None):
         try:
             config = transformers.AutoConfig.from_pretrained(user.folder, trust_remote_code=True)
         except Exception as exc:
-            detail = " ".join(str(exc).split())[:300]
+            detail = one_line(exc)
             raise UsageError(f"{spec!r}: transformers can't read the folder's config: {type(exc).__name__}: "
                              f"{detail}") from exc
         auto = getattr(transformers, user.auto_class)
@@ -323,7 +325,7 @@ def _built(spec: str, config_path: str | None):
     try:
         return make(config).eval()
     except Exception as exc:
-        detail = " ".join(str(exc).split())[:300]
+        detail = one_line(exc)
         raise UsageError(f"{spec!r}: can't build {name} from {source}: {type(exc).__name__}: {detail}") from exc
 
 

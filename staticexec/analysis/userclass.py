@@ -98,9 +98,7 @@ def _bound_class(spec: str, ref: ClassRef) -> ClassRef:
         alias = next(a for a in binding.names if (a.asname or a.name.split(".")[0]) == head)
         column = alias.end_col_offset - 1 if alias.asname or isinstance(binding, ast.ImportFrom) else \
             alias.col_offset + len(head) - 1  # `import a.b` binds `a`: ask for `a`, not `a.b`
-        found = names.goto(sf, alias.lineno, column)
-        if found is None and isinstance(binding, ast.ImportFrom) and not binding.level:
-            found = names.lazy(binding.module, alias.name)
+        found = names.goto_global(sf, head, alias.lineno, column)
     elif isinstance(binding, (ast.Assign, ast.AnnAssign)) and isinstance(binding.value, (ast.Name, ast.Attribute)):
         found = names.goto_module_scope(sf, binding.value)
     else:

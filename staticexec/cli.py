@@ -272,15 +272,13 @@ def _analysis(args):
 def _built(spec: str, config_path: str | None):
     """A user's model built for emit and verify: the folder's code run as transformers runs remote code, or
     the module imported and its class built from its config class (the --config file, else its defaults).
-    Its size is measured on the meta device first: a full-size config is refused, not allocated."""
-    import copy
+    Its size is measured on the meta device first (or counted while it is built, when it can't be made
+    there): a full-size config is refused, not allocated."""
     import importlib
 
-    import torch
-
     from staticexec.analysis.userclass import find_user_class
-    from staticexec.check.configs import MAX_PARAM_MB, one_line
-    from staticexec.check.models import meta_mb
+    from staticexec.check.configs import one_line
+    from staticexec.check.models import OverLimit, built_within
 
     user = find_user_class(spec)
     if user.folder is not None:
@@ -317,13 +315,11 @@ def _built(spec: str, config_path: str | None):
         except Exception as exc:
             raise UsageError(f"{spec!r}: can't read {source}: {type(exc).__name__}: {exc}") from exc
         make = cls
-    mb = meta_mb(lambda: make(copy.deepcopy(config)))
-    if mb is not None and mb > MAX_PARAM_MB:
-        raise UsageError(f"{spec!r}: {name} built from {source} has {mb:,.0f} MB of parameters, over the "
-                         f"{MAX_PARAM_MB:.0f} MB limit of a model staticexec builds; give it {smaller}")
-    torch.manual_seed(0)
     try:
-        return make(config).eval()
+        return built_within(make, config).eval()
+    except OverLimit as exc:
+        raise UsageError(f"{spec!r}: {name} built from {source} {exc.said(' of a model staticexec builds')}; "
+                         f"give it {smaller}") from exc
     except Exception as exc:
         detail = one_line(exc)
         raise UsageError(f"{spec!r}: can't build {name} from {source}: {type(exc).__name__}: {detail}") from exc

@@ -340,3 +340,18 @@ def test_an_unknown_architecture_names_the_one_meant_when_one_is_close(name, mea
     assert err.startswith(f"staticexec: unknown architecture {name!r}: not a model class of transformers")
     assert err.endswith(f"; did you mean {meant}?" if meant else "transformers")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_users_class_that_cant_be_made_on_meta_is_stopped_while_it_is_built(tmp_path, monkeypatch, capsys):
+    """Its size can't be measured first, so its parameters are counted as they are made: a config over the
+    limit is stopped at its first parameters (a 41 MB embedding), not allocated whole."""
+    from transformers import LlamaConfig
+
+    monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(os.path.dirname(REMOTE))))
+    big = tmp_path / "big.json"
+    LlamaConfig(vocab_size=10_000, hidden_size=1024, intermediate_size=4096, num_hidden_layers=16).to_json_file(big)
+    assert main(["verify", "fixtures.userclass.unmeasurable:UnmeasurableLlama", "--config", str(big)]) == 2
+    err = capsys.readouterr().err
+    assert (f"UnmeasurableLlama built from {big} passed 41.0 MB of parameters while it was built, over the 32 MB "
+            "limit of a model staticexec builds (it can't be made on the meta device, where it is measured "
+            "first); give it --config with a smaller config") in err

@@ -12,7 +12,7 @@ import transformers
 
 from staticexec.messages import UsageError
 from staticexec.check.configs import MAX_PARAM_MB, TinyBuildError, UnknownArchitecture, config_class_for, model_class_for, role, special_token_ids, tiny_config
-from staticexec.check.models import build_tiny_model, param_mb
+from staticexec.check.models import OverLimit, build_tiny_model, built_within, param_mb
 from staticexec.check.samples import default_targets, sample_inputs
 
 SAMPLE_LEN = 16
@@ -421,3 +421,56 @@ def test_missing_library_noted(monkeypatch: pytest.MonkeyPatch) -> None:
         assert tiny_module.upstream_note("LlamaForCausalLM") == "needs a library: "
         assert tiny_module.upstream_note("MistralForCausalLM", error=caught.value) == "needs a library: "
         assert tiny_module.upstream_note("MistralForCausalLM") == ""
+
+
+class _Unmeasurable(torch.nn.Module):
+    """Can't be made on the meta device (it reads a number back from a tensor); `n` Linear layers of 4 MB."""
+
+    def __init__(self, n: int, catch: bool = False) -> None:
+        super().__init__()
+        float(torch.ones(1).sum().item())
+        self.layers = torch.nn.ModuleList()
+        for _ in range(n):
+            try:
+                self.layers.append(torch.nn.Linear(1000, 1000, bias=False))
+            except OverLimit:
+                if not catch:
+                    raise
+
+
+def test_a_model_that_cant_be_made_on_meta_is_counted_while_built_and_stopped_past_the_limit() -> None:
+    with pytest.raises(OverLimit) as over:
+        built_within(_Unmeasurable, 10, limit_mb=10)
+    assert over.value.while_building and over.value.mb == 12.0  # stopped at the first parameter past the limit
+    assert "passed 12.0 MB of parameters while it was built, over the 10 MB limit" in over.value.said()
+    with pytest.raises(OverLimit):  # its own code caught the error and went on: still refused
+        built_within(lambda n: _Unmeasurable(n, catch=True), 10, limit_mb=10)
+    assert len(built_within(_Unmeasurable, 2, limit_mb=10).layers) == 2
+
+
+def test_parameters_counted_while_built_count_a_tied_one_once_and_a_replaced_one_not_at_all() -> None:
+    class Tied(_Unmeasurable):
+        def __init__(self, n: int) -> None:
+            super().__init__(n)
+            for _ in range(5):
+                self.register_parameter("again", self.layers[0].weight)  # 4 MB, already counted
+                self.layers[1].weight = torch.nn.Parameter(torch.zeros(1000, 1000))  # the one it replaces is freed
+
+    # alive at once: two layers and the new weight before it replaces the old one, 12 MB; counted twice or
+    # never taken off, the replacements would pass 13 MB
+    assert built_within(Tied, 2, limit_mb=13).again is not None
+    with pytest.raises(OverLimit):
+        built_within(Tied, 2, limit_mb=11)
+
+
+def test_a_model_made_on_meta_is_measured_there_before_it_is_built() -> None:
+    made = []
+
+    def build(n: int) -> torch.nn.Module:
+        made.append(torch.empty(0).device.type)
+        return torch.nn.Sequential(*[torch.nn.Linear(1000, 1000, bias=False) for _ in range(n)])
+
+    with pytest.raises(OverLimit) as over:
+        built_within(build, 3, limit_mb=10)
+    assert made == ["meta"] and not over.value.while_building and over.value.mb == 12.0
+    assert over.value.said(" of X") == "has 12.0 MB of parameters, over the 10 MB limit of X"

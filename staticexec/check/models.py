@@ -1,13 +1,16 @@
 """Tiny random models: an architecture's model class built from its tiny config (configs.py).
 
-A model is sized on the meta device before any weight is allocated, seeded so two builds have the
-same weights, and put in eval mode; `upstream_note` says when a failure is transformers' own.
+A model is sized on the meta device before any weight is allocated (one that can't be made there is
+counted while it is built, and stopped past the limit), seeded so two builds have the same weights, and
+put in eval mode; `upstream_note` says when a failure is transformers' own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterator
 
 import torch
 from torch import nn
@@ -17,7 +20,7 @@ from staticexec.analysis.session import current
 from staticexec.check.configs import (MAX_PARAM_MB, TinyBuildError, class_defaults, config_class_for, model_class_for,
                                       one_line, tiny_config)
 
-__all__ = ["build_tiny_model", "param_mb", "upstream_note"]
+__all__ = ["OverLimit", "build_tiny_model", "built_within", "param_mb", "upstream_note"]
 
 
 def build_tiny_model(
@@ -69,13 +72,14 @@ def _import_error(error: BaseException | None) -> bool:
 
 
 def _build(model_class: type, cfg: PretrainedConfig, attn_implementation: str, seed: int) -> nn.Module:
-    mb = _meta_size_mb(model_class, cfg, attn_implementation)
-    if mb is not None and mb > MAX_PARAM_MB:
-        raise TinyBuildError(f"the tiny model still has {mb:.1f} MB of parameters")
-    torch.manual_seed(seed)
+    def build(config: PretrainedConfig) -> nn.Module:
+        config._attn_implementation = attn_implementation
+        return model_class._from_config(config, attn_implementation=attn_implementation, dtype=torch.float32)
+
     try:
-        cfg._attn_implementation = attn_implementation
-        model = model_class._from_config(cfg, attn_implementation=attn_implementation, dtype=torch.float32)
+        model = built_within(build, cfg, seed)
+    except OverLimit as e:
+        raise TinyBuildError(f"the tiny model {e.said()}") from e
     except Exception as e:
         raise TinyBuildError(f"{type(e).__name__}: {one_line(e)}") from e
     _open_gates(model)
@@ -95,9 +99,75 @@ def _open_gates(model: nn.Module) -> None:
                 param.fill_(0.5)
 
 
-def _meta_size_mb(model_class: type, cfg: PretrainedConfig, attn_implementation: str) -> float | None:
-    return meta_mb(lambda: model_class._from_config(copy.deepcopy(cfg), attn_implementation=attn_implementation,
-                                                    dtype=torch.float32))
+class OverLimit(Exception):
+    """A model over the size limit of a model staticexec builds, found on the meta device or while building it."""
+
+    def __init__(self, mb: float, limit_mb: float, while_building: bool) -> None:
+        super().__init__(mb, limit_mb, while_building)
+        self.mb, self.limit_mb, self.while_building = mb, limit_mb, while_building
+
+    def said(self, limit_of: str = "") -> str:
+        """What was found, to follow the model's name: "has 26,954 MB of parameters, over the 32 MB limit",
+        then `limit_of` (" of a model staticexec builds")."""
+        mb = f"{self.mb:,.0f}" if self.mb >= 100 else f"{self.mb:.1f}"
+        if self.while_building:
+            return (f"passed {mb} MB of parameters while it was built, over the {self.limit_mb:.0f} MB limit"
+                    f"{limit_of} (it can't be made on the meta device, where it is measured first)")
+        return f"has {mb} MB of parameters, over the {self.limit_mb:.0f} MB limit{limit_of}"
+
+
+def built_within(build: Callable[[object], nn.Module], config: object, seed: int = 0,
+                 limit_mb: float = MAX_PARAM_MB) -> nn.Module:
+    """`build(config)`, seeded, with never much more than `limit_mb` MB of parameters allocated: the model is
+    made on the meta device first and measured (from a copy of the config); one that can't be made there is
+    built with its parameters counted as they are registered, and stopped once those alive pass the limit.
+    OverLimit when the model is larger; what `build` raises otherwise."""
+    mb = meta_mb(lambda: build(copy.deepcopy(config)))
+    if mb is not None and mb > limit_mb:
+        raise OverLimit(mb, limit_mb, while_building=False)
+    torch.manual_seed(seed)
+    if mb is not None:
+        return build(config)
+    with _counted(limit_mb) as over:
+        model = build(config)
+    if over:  # the build went on past a refused parameter (its code caught the error)
+        raise OverLimit(over[0], limit_mb, while_building=True)
+    return model
+
+
+@contextlib.contextmanager
+def _counted(limit_mb: float) -> Iterator[list]:
+    """Within it, every parameter registered on any module is counted (once, while it is alive); past
+    `limit_mb` each registration raises OverLimit. Yields a list that then holds the MB counted."""
+    from torch.nn.modules.module import register_module_parameter_registration_hook
+
+    alive: dict[int, tuple[weakref.ref, int]] = {}
+    total = [0]
+    over: list = []
+
+    def count(module: nn.Module, name: str, param: object) -> None:
+        if not isinstance(param, torch.Tensor):
+            return
+        known = alive.get(id(param))
+        if known is not None:
+            if known[0]() is param:  # registered again (tied): counted once
+                return
+            total[0] -= known[1]  # the id of one freed since
+        size = param.numel() * param.element_size()
+        alive[id(param)] = (weakref.ref(param), size)
+        total[0] += size
+        if total[0] > limit_mb * 1e6:  # counted so far; those freed since (replaced) are taken off now
+            for key in [k for k, (ref, _) in alive.items() if ref() is None]:
+                total[0] -= alive.pop(key)[1]
+            if total[0] > limit_mb * 1e6:
+                over[:] = [total[0] / 1e6]
+                raise OverLimit(total[0] / 1e6, limit_mb, while_building=True)
+
+    handle = register_module_parameter_registration_hook(count)
+    try:
+        yield over
+    finally:
+        handle.remove()
 
 
 def meta_mb(build: Callable[[], nn.Module]) -> float | None:

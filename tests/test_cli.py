@@ -226,7 +226,7 @@ def test_verify_a_users_class_builds_it_from_the_config_given_and_refuses_a_full
     spec = "fixtures.userclass.derived_llama:MyLlama"
     assert main(["verify", spec]) == 2  # LlamaConfig() is 7B parameters: measured on meta, never allocated
     err = capsys.readouterr().err
-    assert ("MyLlama built from LlamaConfig() has 26,954 MB of parameters, over the 32 MB limit of a model "
+    assert ("MyLlama built from LlamaConfig() has 26,954 MB of parameters and buffers, over the 32 MB limit of a model "
             "staticexec builds; give it --config with a smaller config") in err
     config = tmp_path / "tiny.json"
     LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
@@ -352,6 +352,6 @@ def test_a_users_class_that_cant_be_made_on_meta_is_stopped_while_it_is_built(tm
     LlamaConfig(vocab_size=10_000, hidden_size=1024, intermediate_size=4096, num_hidden_layers=16).to_json_file(big)
     assert main(["verify", "fixtures.userclass.unmeasurable:UnmeasurableLlama", "--config", str(big)]) == 2
     err = capsys.readouterr().err
-    assert (f"UnmeasurableLlama built from {big} passed 41.0 MB of parameters while it was built, over the 32 MB "
+    assert (f"UnmeasurableLlama built from {big} passed 41.0 MB of parameters and buffers while it was built, over the 32 MB "
             "limit of a model staticexec builds (it can't be made on the meta device, where it is measured "
             "first); give it --config with a smaller config") in err

@@ -11,8 +11,8 @@ import torch
 import transformers
 
 from staticexec.messages import UsageError
-from staticexec.check.configs import MAX_PARAM_MB, TinyBuildError, UnknownArchitecture, config_class_for, model_class_for, role, special_token_ids, tiny_config
-from staticexec.check.models import OverLimit, build_tiny_model, built_within, param_mb
+from staticexec.check.configs import MAX_MODEL_MB, TinyBuildError, UnknownArchitecture, config_class_for, model_class_for, role, special_token_ids, tiny_config
+from staticexec.check.models import OverLimit, build_tiny_model, built_within, model_mb, param_mb
 from staticexec.check.samples import default_targets, sample_inputs
 
 SAMPLE_LEN = 16
@@ -298,7 +298,7 @@ def test_encoder_decoder_composites_get_default_sub_configs(arch: str, encoder: 
     config = tiny(arch)
     assert (config.encoder.model_type, config.decoder.model_type) == (encoder, decoder)
     assert config.decoder.is_decoder and config.decoder.add_cross_attention
-    assert tiny_mb(arch) <= MAX_PARAM_MB
+    assert tiny_mb(arch) <= MAX_MODEL_MB
 
 
 def test_stage_widths_and_codebooks_shrink() -> None:
@@ -323,7 +323,7 @@ def tiny_mb(arch: str) -> float:
     require(arch)
     with torch.device("meta"):
         m = model_class_for(arch)._from_config(tiny(arch), dtype=torch.float32)
-    return param_mb(m)
+    return model_mb(m)
 
 
 def test_indices_into_another_sub_config_follow_its_layers() -> None:
@@ -442,7 +442,7 @@ def test_a_model_that_cant_be_made_on_meta_is_counted_while_built_and_stopped_pa
     with pytest.raises(OverLimit) as over:
         built_within(_Unmeasurable, 10, limit_mb=10)
     assert over.value.while_building and over.value.mb == 12.0  # stopped at the first parameter past the limit
-    assert "passed 12.0 MB of parameters while it was built, over the 10 MB limit" in over.value.said()
+    assert "passed 12.0 MB of parameters and buffers while it was built, over the 10 MB limit" in over.value.said()
     with pytest.raises(OverLimit):  # its own code caught the error and went on: still refused
         built_within(lambda n: _Unmeasurable(n, catch=True), 10, limit_mb=10)
     assert len(built_within(_Unmeasurable, 2, limit_mb=10).layers) == 2
@@ -473,4 +473,25 @@ def test_a_model_made_on_meta_is_measured_there_before_it_is_built() -> None:
     with pytest.raises(OverLimit) as over:
         built_within(build, 3, limit_mb=10)
     assert made == ["meta"] and not over.value.while_building and over.value.mb == 12.0
-    assert over.value.said(" of X") == "has 12.0 MB of parameters, over the 10 MB limit of X"
+    assert over.value.said(" of X") == "has 12.0 MB of parameters and buffers, over the 10 MB limit of X"
+
+
+class _Buffered(torch.nn.Module):
+    """One 4 MB Linear layer and a buffer of `mb` MB (float32), made on meta unless `unmeasurable`."""
+
+    def __init__(self, mb: int, unmeasurable: bool = False) -> None:
+        super().__init__()
+        if unmeasurable:
+            float(torch.ones(1).sum().item())
+        self.linear = torch.nn.Linear(1000, 1000, bias=False)
+        self.register_buffer("table", torch.zeros(mb * 250_000), persistent=False)
+        self.register_buffer("absent", None)
+
+
+@pytest.mark.parametrize("unmeasurable", [False, True])
+def test_buffers_count_toward_the_limit(unmeasurable: bool) -> None:
+    with pytest.raises(OverLimit) as over:  # 4 MB of parameters alone would pass
+        built_within(lambda mb: _Buffered(mb, unmeasurable), 8, limit_mb=10)
+    assert over.value.mb == 12.0 and over.value.while_building == unmeasurable
+    built = built_within(lambda mb: _Buffered(mb, unmeasurable), 4, limit_mb=10)
+    assert model_mb(built) == 8.0 and param_mb(built) == 4.0

@@ -28,7 +28,7 @@ from transformers import PretrainedConfig
 from staticexec.analysis.architectures import UnknownArchitecture, task_architectures, model_types as model_types_of
 
 __all__ = [
-    "MAX_PARAM_MB", "TinyBuildError", "UnknownArchitecture", "class_defaults", "config_class_for", "model_class_for",
+    "MAX_MODEL_MB", "TinyBuildError", "UnknownArchitecture", "class_defaults", "config_class_for", "model_class_for",
     "one_line", "role", "special_token_ids", "tiny_config",
 ]
 
@@ -43,7 +43,7 @@ EXPERTS_PER_TOKEN = 2
 RANK = 16
 MIN_LAYERS = 2
 MAX_LAYERS = 8
-MAX_PARAM_MB = 32.0
+MAX_MODEL_MB = 32.0
 
 # Repairs for class defaults that are broken upstream, by the model_type of any level of a
 # config; applied before shrinking, nested dicts go to sub-configs and are merged into dict

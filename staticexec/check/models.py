@@ -17,10 +17,10 @@ from torch import nn
 from transformers import PretrainedConfig
 
 from staticexec.analysis.session import current
-from staticexec.check.configs import (MAX_PARAM_MB, TinyBuildError, class_defaults, config_class_for, model_class_for,
+from staticexec.check.configs import (MAX_MODEL_MB, TinyBuildError, class_defaults, config_class_for, model_class_for,
                                       one_line, tiny_config)
 
-__all__ = ["OverLimit", "build_tiny_model", "built_within", "param_mb", "upstream_note"]
+__all__ = ["OverLimit", "build_tiny_model", "built_within", "model_mb", "param_mb", "upstream_note"]
 
 
 def build_tiny_model(
@@ -107,20 +107,21 @@ class OverLimit(Exception):
         self.mb, self.limit_mb, self.while_building = mb, limit_mb, while_building
 
     def said(self, limit_of: str = "") -> str:
-        """What was found, to follow the model's name: "has 26,954 MB of parameters, over the 32 MB limit",
-        then `limit_of` (" of a model staticexec builds")."""
+        """What was found, to follow the model's name: "has 26,954 MB of parameters and buffers, over the 32 MB
+        limit", then `limit_of` (" of a model staticexec builds")."""
         mb = f"{self.mb:,.0f}" if self.mb >= 100 else f"{self.mb:.1f}"
         if self.while_building:
-            return (f"passed {mb} MB of parameters while it was built, over the {self.limit_mb:.0f} MB limit"
-                    f"{limit_of} (it can't be made on the meta device, where it is measured first)")
-        return f"has {mb} MB of parameters, over the {self.limit_mb:.0f} MB limit{limit_of}"
+            return (f"passed {mb} MB of parameters and buffers while it was built, over the {self.limit_mb:.0f} MB "
+                    f"limit{limit_of} (it can't be made on the meta device, where it is measured first)")
+        return f"has {mb} MB of parameters and buffers, over the {self.limit_mb:.0f} MB limit{limit_of}"
 
 
 def built_within(build: Callable[[object], nn.Module], config: object, seed: int = 0,
-                 limit_mb: float = MAX_PARAM_MB) -> nn.Module:
-    """`build(config)`, seeded, with never much more than `limit_mb` MB of parameters allocated: the model is
-    made on the meta device first and measured (from a copy of the config); one that can't be made there is
-    built with its parameters counted as they are registered, and stopped once those alive pass the limit.
+                 limit_mb: float = MAX_MODEL_MB) -> nn.Module:
+    """`build(config)`, seeded, with never much more than `limit_mb` MB of parameters and buffers allocated: the
+    model is made on the meta device first and measured (from a copy of the config); one that can't be made
+    there is built with its parameters and buffers counted as they are registered, and stopped once those
+    alive pass the limit.
     OverLimit when the model is larger; what `build` raises otherwise."""
     mb = meta_mb(lambda: build(copy.deepcopy(config)))
     if mb is not None and mb > limit_mb:
@@ -137,24 +138,25 @@ def built_within(build: Callable[[object], nn.Module], config: object, seed: int
 
 @contextlib.contextmanager
 def _counted(limit_mb: float) -> Iterator[list]:
-    """Within it, every parameter registered on any module is counted (once, while it is alive); past
-    `limit_mb` each registration raises OverLimit. Yields a list that then holds the MB counted."""
-    from torch.nn.modules.module import register_module_parameter_registration_hook
+    """Within it, every parameter and buffer registered on any module is counted (once, while it is alive);
+    past `limit_mb` each registration raises OverLimit. Yields a list that then holds the MB counted."""
+    from torch.nn.modules.module import (register_module_buffer_registration_hook,
+                                         register_module_parameter_registration_hook)
 
     alive: dict[int, tuple[weakref.ref, int]] = {}
     total = [0]
     over: list = []
 
-    def count(module: nn.Module, name: str, param: object) -> None:
-        if not isinstance(param, torch.Tensor):
+    def count(module: nn.Module, name: str, tensor: object) -> None:
+        if not isinstance(tensor, torch.Tensor):  # a buffer registered as None
             return
-        known = alive.get(id(param))
+        known = alive.get(id(tensor))
         if known is not None:
-            if known[0]() is param:  # registered again (tied): counted once
+            if known[0]() is tensor:  # registered again (tied): counted once
                 return
             total[0] -= known[1]  # the id of one freed since
-        size = param.numel() * param.element_size()
-        alive[id(param)] = (weakref.ref(param), size)
+        size = tensor.numel() * tensor.element_size()
+        alive[id(tensor)] = (weakref.ref(tensor), size)
         total[0] += size
         if total[0] > limit_mb * 1e6:  # counted so far; those freed since (replaced) are taken off now
             for key in [k for k, (ref, _) in alive.items() if ref() is None]:
@@ -163,28 +165,38 @@ def _counted(limit_mb: float) -> Iterator[list]:
                 over[:] = [total[0] / 1e6]
                 raise OverLimit(total[0] / 1e6, limit_mb, while_building=True)
 
-    handle = register_module_parameter_registration_hook(count)
+    handles = [register_module_parameter_registration_hook(count), register_module_buffer_registration_hook(count)]
     try:
         yield over
     finally:
-        handle.remove()
+        for handle in handles:
+            handle.remove()
 
 
 def meta_mb(build: Callable[[], nn.Module]) -> float | None:
-    """Parameter size in MB of the model `build` makes, made on the meta device (nothing is allocated);
-    None when it can't be made there."""
+    """Size in MB of the parameters and buffers of the model `build` makes, made on the meta device (nothing
+    is allocated); None when it can't be made there."""
     try:
         with torch.device("meta"):
             model = build()
     except Exception:
         return None
-    return param_mb(model)
+    return model_mb(model)
+
+
+def model_mb(model: nn.Module) -> float:
+    """Size in MB (10**6 bytes) of a model's parameters and buffers, counting tied ones once: what it holds."""
+    return _mb([*model.parameters(), *model.buffers()])
 
 
 def param_mb(model: nn.Module) -> float:
     """Parameter size in MB (10**6 bytes), counting tied weights once."""
-    unique = {id(p): p for p in model.parameters()}
-    return sum(p.numel() * p.element_size() for p in unique.values()) / 1e6
+    return _mb(model.parameters())
+
+
+def _mb(tensors) -> float:
+    unique = {id(t): t for t in tensors}
+    return sum(t.numel() * t.element_size() for t in unique.values()) / 1e6
 
 
 def upstream_note(arch: str, attn_implementation: str = "eager", error: BaseException | None = None) -> str:

@@ -217,6 +217,22 @@ def test_a_users_class_derived_from_a_class_transformers_exports_lazily(tmp_path
     assert not (tmp_path / "config").exists()
 
 
+def test_a_name_bound_by_a_star_import_is_followed_to_the_module_that_exports_it(tmp_path, monkeypatch):
+    """`from m import *` binds what m's `__all__` lists (transformers' Llama module), or m's public names
+    when it has none (a sibling imported relatively); the name is followed there, through the sibling's own
+    binding (`Model = MyLlama`). Each is what importing the module binds."""
+    import importlib
+
+    monkeypatch.syspath_prepend(os.path.dirname(os.path.dirname(os.path.dirname(REMOTE))))
+    for spec, planned in (("star:LlamaForCausalLM", "LlamaForCausalLM"), ("star_relative:MyLlama", "MyLlama"),
+                          ("star_relative:Model", "MyLlama")):
+        assert main(["plan", f"fixtures.userclass.{spec}", "--out", str(tmp_path / spec)]) == 0
+        plan = json.loads((tmp_path / spec / f"{planned}.json").read_text())
+        assert list(plan["targets"]) == ["LlamaDecoderLayer"]
+        module, _, name = spec.partition(":")
+        assert getattr(importlib.import_module(f"fixtures.userclass.{module}"), name).__name__ == planned
+
+
 @pytest.mark.slow  # a tiny Llama built, planned and verified: `make verify` runs it
 def test_verify_a_users_class_builds_it_from_the_config_given_and_refuses_a_full_size_one(tmp_path, monkeypatch,
                                                                                          capsys):
@@ -304,7 +320,15 @@ def _bad_input_cases(tmp: str) -> list[tuple[list[str], str]]:
         (["plan", "fixtures.userclass.derived_llama:InBlock", "--out", f"{tmp}/new"],
          "derived_llama.py:20 defines InBlock inside a block; staticexec reads a class defined at the module's top level"),
         (["plan", "fixtures.userclass.star:Model", "--out", f"{tmp}/new"],
-         "star.py binds no Model at module level (other than perhaps by `import *`"),
+         "star.py binds no Model at module level, and its `import *` of transformers.models.llama.modeling_llama "
+         "binds none"),
+        (["plan", "fixtures.userclass.star_relative:LlamaModel", "--out", f"{tmp}/new"],
+         "star_relative.py binds LlamaModel 2 times (lines 7, 11); staticexec follows a name bound once"),
+        (["plan", "fixtures.userclass.star_computed:LlamaForCausalLM", "--out", f"{tmp}/new"],
+         "star_computed.py:3 `from .listed_by_code import *` may bind LlamaForCausalLM, and staticexec can't tell "
+         "whether it does: "),
+        (["plan", "fixtures.userclass.star_computed:LlamaForCausalLM", "--out", f"{tmp}/new"],
+         "listed_by_code.py makes its `__all__` in a way staticexec does not read (one list of names written out)"),
         (["plan", f"{tmp}/broken", "--out", f"{tmp}/new"], "modeling_tiny.py:26: a syntax error"),
         (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/g.txt"], "name a .dot, .gv, .svg, .png or .pdf file"),
         (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/nowhere/g.dot"], "no folder"),

@@ -59,32 +59,34 @@ def find_user_class(spec: str) -> UserClass:
     return UserClass(spec, _bound_class(spec, ClassRef(module, qualname)))
 
 
-def _bound_class(spec: str, ref: ClassRef) -> ClassRef:
+def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassRef:
     """The class a module's name stands for, read from source: a class statement at the module's top
     level, or the class that the module's one binding of the name leads to (an import, an assignment
-    such as `Model = LlamaForCausalLM`). UsageError in one line, saying what the name is bound to, when
-    that is no class staticexec finds."""
+    such as `Model = LlamaForCausalLM`, an `import *` of a module that exports the name). UsageError in
+    one line, saying what the name is bound to, when that is no class staticexec finds."""
     import ast
 
     from staticexec.analysis.names import shared_names
     from staticexec.analysis.source import load_module, run_in_block
 
     sf = load_module(ref.module)
-    if sf.find_class(ref.name) is not None:
-        return ref
     head, _, rest = ref.name.partition(".")
     statements = list(run_in_block(sf.tree.body))
     bindings = [node for node in statements if head in _binds(node)]
+    stars, others = _star_bindings(spec, sf, head, statements, bindings, seen + (ref.module,))
+    if sf.find_class(ref.name) is not None and not stars:
+        return ref
+    bindings = sorted(bindings + list(stars), key=lambda node: node.lineno)
     if not bindings:
-        star = any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in statements)
         raise UsageError(f"{spec!r}: {sf.relpath} binds no {head} at module level"
-                         + (" (other than perhaps by `import *`, which staticexec does not follow: name the "
-                            "module that defines the class)" if star else ""))
+                         + (f", and its `import *` of {', '.join(others)} binds none" if others else ""))
     if len(bindings) > 1:
         lines = ", ".join(str(node.lineno) for node in bindings)
         raise UsageError(f"{spec!r}: {sf.relpath} binds {head} {len(bindings)} times (lines {lines}); staticexec "
                          "follows a name bound once: name the module that defines the class")
     binding = bindings[0]
+    if binding in stars:
+        return _bound_class(spec, ClassRef(stars[binding], ref.name), seen + (ref.module,))
     where = f"{sf.relpath}:{binding.lineno}"
     if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
@@ -117,6 +119,85 @@ def _bound_class(spec: str, ref: ClassRef) -> ClassRef:
             raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), "
                              + (f"which defines no class {rest}" if source else "whose source staticexec can't read"))
     return bound
+
+
+def _star_bindings(spec: str, sf, head: str, statements: list, bindings: list,
+                   seen: tuple[str, ...]) -> tuple[dict, list[str]]:
+    """The module's `import *` statements that bind `head` (each with the module it imports), and the
+    modules of those that don't. One followed by a top-level statement binding the name is left out: that
+    statement rebinds it. UsageError when staticexec can't tell what one exports."""
+    import ast
+
+    top = [node.lineno for node in bindings if node in sf.tree.body]
+    stars: dict = {}
+    others: list[str] = []
+    for node in statements:
+        if not (isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)):
+            continue
+        if top and node.lineno < max(top):
+            continue
+        module = _star_module(sf, node)
+        exports = (_exports(module, head, seen) if module is not None
+                   else "it reaches above the top-level package")
+        if isinstance(exports, str):
+            code = f"from {'.' * node.level}{node.module or ''} import *"
+            raise UsageError(f"{spec!r}: {sf.relpath}:{node.lineno} `{code}` may bind {head}, and staticexec "
+                             f"can't tell whether it does: {exports}; name the module that defines the class")
+        if exports:
+            stars[node] = module
+        else:
+            others.append(module)
+    return stars, others
+
+
+def _star_module(sf, node) -> str | None:
+    """The module an `import *` statement of a file imports (a relative one resolved); None when a relative
+    one climbs above the top-level package."""
+    if not node.level:
+        return node.module
+    package = sf.module.split(".")
+    if os.path.basename(sf.path) != "__init__.py":
+        package = package[:-1]
+    if node.level - 1 >= len(package):
+        return None
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join(package + ([node.module] if node.module else []))
+
+
+def _exports(module: str, name: str, seen: tuple[str, ...]) -> bool | str:
+    """Whether `from module import *` binds `name`, read from the module's source: by its `__all__` when that
+    is a list or tuple of names written out, else by a top-level binding of a public name (through the
+    module's own `import *` too). Why staticexec can't tell, as a string, when it can't."""
+    import ast
+
+    from staticexec.analysis.source import load_module, run_in_block
+
+    if module in seen:
+        return f"{module} is star-imported in a cycle"
+    sf = load_module(module)
+    if sf is None:
+        return f"{module} has no .py file staticexec reads"
+    statements = list(run_in_block(sf.tree.body))
+    uses = [n for n in ast.walk(sf.tree) if isinstance(n, ast.Name) and n.id == "__all__"]
+    if uses:
+        assigned = [n for n in statements if isinstance(n, (ast.Assign, ast.AnnAssign)) and "__all__" in _binds(n)]
+        value = assigned[0].value if len(assigned) == 1 and len(uses) == 1 else None
+        if not (isinstance(value, (ast.List, ast.Tuple))
+                and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)):
+            return f"{sf.relpath} makes its `__all__` in a way staticexec does not read (one list of names written out)"
+        return name in {e.value for e in value.elts}
+    if name.startswith("_"):
+        return False
+    if any(name in _binds(node) for node in statements):
+        return True
+    for node in statements:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            inner = _star_module(sf, node)
+            found = _exports(inner, name, seen + (module,)) if inner is not None else \
+                f"{sf.relpath}:{node.lineno} imports * from above the top-level package"
+            if found is not False:
+                return found
+    return False
 
 
 def _binds(node) -> set[str]:

@@ -168,10 +168,10 @@ class NameResolver:
             self._members[key] = found
             return found
         path = self._module_paths.get(module)
-        if not path or not real_path(path).startswith(_INSTALLED):
-            return self.goto(sf, line, column) or self.lazy(module, name)
-        self._members[key] = self.goto(sf, line, column) or self.lazy(module, name)
-        return self._members[key]
+        found = self.goto(sf, line, column) or self.lazy(module, name)
+        if path and real_path(path).startswith(_INSTALLED):
+            self._members[key] = found
+        return found
 
     def lazy(self, module: str, member: str) -> Definition | None:
         """A name one of transformers' packages exports lazily, which jedi can't follow (lazy.py)."""

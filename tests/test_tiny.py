@@ -495,3 +495,14 @@ def test_buffers_count_toward_the_limit(unmeasurable: bool) -> None:
     assert over.value.mb == 12.0 and over.value.while_building == unmeasurable
     built = built_within(lambda mb: _Buffered(mb, unmeasurable), 4, limit_mb=10)
     assert model_mb(built) == 8.0 and param_mb(built) == 4.0
+
+
+@pytest.mark.parametrize("unmeasurable", [False, True])
+def test_a_view_counts_the_memory_it_holds_not_its_elements(unmeasurable: bool) -> None:
+    def build(n: int) -> torch.nn.Module:
+        model = _Buffered(4, unmeasurable)  # 4 MB of weights, 4 MB of table
+        model.register_buffer("wide", torch.ones(1, 1).expand(n, n))  # 36 MB of elements on 4 bytes
+        model.register_buffer("front", model.table[: len(model.table) // 2])  # on the table's memory
+        return model
+
+    assert model_mb(built_within(build, 3000, limit_mb=10)) == pytest.approx(8.000004)

@@ -143,24 +143,25 @@ def _counted(limit_mb: float) -> Iterator[list]:
     from torch.nn.modules.module import (register_module_buffer_registration_hook,
                                          register_module_parameter_registration_hook)
 
-    alive: dict[int, tuple[weakref.ref, int]] = {}
+    alive: dict[int, tuple[list, int]] = {}  # storage -> the tensors registered on it, its size
     total = [0]
     over: list = []
 
     def count(module: nn.Module, name: str, tensor: object) -> None:
         if not isinstance(tensor, torch.Tensor):  # a buffer registered as None
             return
-        known = alive.get(id(tensor))
+        key, size = _storage(tensor)
+        known = alive.get(key)
         if known is not None:
-            if known[0]() is tensor:  # registered again (tied): counted once
+            if any(ref() is not None for ref in known[0]):  # the memory of one alive (tied, a view): counted once
+                known[0].append(weakref.ref(tensor))
                 return
-            total[0] -= known[1]  # the id of one freed since
-        size = tensor.numel() * tensor.element_size()
-        alive[id(tensor)] = (weakref.ref(tensor), size)
+            total[0] -= known[1]  # the key of one freed since
+        alive[key] = ([weakref.ref(tensor)], size)
         total[0] += size
         if total[0] > limit_mb * 1e6:  # counted so far; those freed since (replaced) are taken off now
-            for key in [k for k, (ref, _) in alive.items() if ref() is None]:
-                total[0] -= alive.pop(key)[1]
+            for gone in [k for k, (refs, _) in alive.items() if all(ref() is None for ref in refs)]:
+                total[0] -= alive.pop(gone)[1]
             if total[0] > limit_mb * 1e6:
                 over[:] = [total[0] / 1e6]
                 raise OverLimit(total[0] / 1e6, limit_mb, while_building=True)
@@ -185,18 +186,28 @@ def meta_mb(build: Callable[[], nn.Module]) -> float | None:
 
 
 def model_mb(model: nn.Module) -> float:
-    """Size in MB (10**6 bytes) of a model's parameters and buffers, counting tied ones once: what it holds."""
+    """Size in MB (10**6 bytes) of the memory a model's parameters and buffers hold, each counted once (tied
+    weights, views): what it holds."""
     return _mb([*model.parameters(), *model.buffers()])
 
 
 def param_mb(model: nn.Module) -> float:
-    """Parameter size in MB (10**6 bytes), counting tied weights once."""
+    """Size in MB (10**6 bytes) of the memory a model's parameters hold, each counted once (tied weights)."""
     return _mb(model.parameters())
 
 
 def _mb(tensors) -> float:
-    unique = {id(t): t for t in tensors}
-    return sum(t.numel() * t.element_size() for t in unique.values()) / 1e6
+    return sum(dict(_storage(t) for t in tensors).values()) / 1e6
+
+
+def _storage(tensor: torch.Tensor) -> tuple[int, int]:
+    """The memory a tensor holds: a key the same for all tensors on it (a view, an expanded tensor), and its
+    size in bytes. A tensor with no storage of its own (a subclass, sparse) is its own, of its elements' size."""
+    try:
+        storage = tensor.untyped_storage()
+        return storage._cdata, storage.nbytes()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return id(tensor), tensor.numel() * tensor.element_size()
 
 
 def upstream_note(arch: str, attn_implementation: str = "eager", error: BaseException | None = None) -> str:

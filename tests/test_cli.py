@@ -318,7 +318,7 @@ def _bad_input_cases(tmp: str) -> list[tuple[list[str], str]]:
         (["plan", "fixtures.userclass.derived_llama:Twice", "--out", f"{tmp}/new"],
          "derived_llama.py binds Twice 2 times (lines 16, 17); staticexec follows a name bound once"),
         (["plan", "fixtures.userclass.derived_llama:InBlock", "--out", f"{tmp}/new"],
-         "derived_llama.py:20 defines InBlock inside a block; staticexec reads a class defined at the module's top level"),
+         "derived_llama.py:20 defines InBlock inside a block; staticexec reads a name bound at the module's top level"),
         (["plan", "fixtures.userclass.star:Model", "--out", f"{tmp}/new"],
          "star.py binds no Model at module level, and its `import *` of transformers.models.llama.modeling_llama "
          "binds none"),

@@ -72,6 +72,10 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     sf = load_module(ref.module)
     head, _, rest = ref.name.partition(".")
     statements = list(run_in_block(sf.tree.body))
+    unbound = _unbinds(sf, head, statements)
+    if unbound:
+        raise UsageError(f"{spec!r}: {sf.relpath}:{unbound}; staticexec follows a name bound once and never "
+                         "unbound: name the module that defines the class")
     bindings = [node for node in statements if head in _binds(node)]
     stars, others = _star_bindings(spec, sf, head, statements, bindings, seen + (ref.module,))
     if sf.find_class(ref.name) is not None and not stars:
@@ -85,16 +89,17 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         raise UsageError(f"{spec!r}: {sf.relpath} binds {head} {len(bindings)} times (lines {lines}); staticexec "
                          "follows a name bound once: name the module that defines the class")
     binding = bindings[0]
+    where = f"{sf.relpath}:{binding.lineno}"
+    if binding not in sf.tree.body:  # it may not run
+        said = "defines" if isinstance(binding, ast.ClassDef) else "binds"
+        raise UsageError(f"{spec!r}: {where} {said} {head} inside a block; staticexec reads a name bound at "
+                         "the module's top level")
     if binding in stars:
         return _bound_class(spec, ClassRef(stars[binding], ref.name), seen + (ref.module,))
-    where = f"{sf.relpath}:{binding.lineno}"
     if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
-    if isinstance(binding, ast.ClassDef):
-        if binding in sf.tree.body:  # the name is a class, the dotted rest names none in it
-            raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
-        raise UsageError(f"{spec!r}: {where} defines {head} inside a block; staticexec reads a class defined at "
-                         "the module's top level")
+    if isinstance(binding, ast.ClassDef):  # the name is a class, the dotted rest names none in it
+        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
     names = shared_names()
     if isinstance(binding, (ast.Import, ast.ImportFrom)):
         alias = next(a for a in binding.names if (a.asname or a.name.split(".")[0]) == head)
@@ -177,11 +182,20 @@ def _exports(module: str, name: str, seen: tuple[str, ...]) -> bool | str:
     sf = load_module(module)
     if sf is None:
         return f"{module} has no .py file staticexec reads"
+    folder = os.path.dirname(sf.path)
+    if os.path.basename(sf.path) == "__init__.py" and (os.path.isdir(os.path.join(folder, name))
+                                                       or os.path.isfile(os.path.join(folder, name + ".py"))):
+        return f"{name} is also a submodule of the package {module}, which its `import *` binds once it is imported"
     statements = list(run_in_block(sf.tree.body))
+    for target in ("__all__", name):
+        unbound = _unbinds(sf, target, statements)
+        if unbound:
+            return f"{sf.relpath}:{unbound}"
     uses = [n for n in ast.walk(sf.tree) if isinstance(n, ast.Name) and n.id == "__all__"]
-    if uses:
-        assigned = [n for n in statements if isinstance(n, (ast.Assign, ast.AnnAssign)) and "__all__" in _binds(n)]
-        value = assigned[0].value if len(assigned) == 1 and len(uses) == 1 else None
+    assigned = [n for n in statements if "__all__" in _binds(n)]
+    if uses or assigned:
+        value = assigned[0].value if len(assigned) == 1 and len(uses) == 1 and assigned[0] in sf.tree.body \
+            and isinstance(assigned[0], (ast.Assign, ast.AnnAssign)) else None
         if not (isinstance(value, (ast.List, ast.Tuple))
                 and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts)):
             return f"{sf.relpath} makes its `__all__` in a way staticexec does not read (one list of names written out)"
@@ -198,6 +212,21 @@ def _exports(module: str, name: str, seen: tuple[str, ...]) -> bool | str:
             if found is not False:
                 return found
     return False
+
+
+def _unbinds(sf, name: str, statements: list) -> str | None:
+    """Where a module's name may be unbound or rebound other than by its own module-level bindings: a `del`
+    of it at module level, a `global` statement naming it (a function may rebind it); None when nowhere."""
+    import ast
+
+    for node in statements:
+        if isinstance(node, ast.Delete) and any(isinstance(n, ast.Name) and n.id == name
+                                                for target in node.targets for n in ast.walk(target)):
+            return f"{node.lineno} deletes {name}"
+    for node in ast.walk(sf.tree):
+        if isinstance(node, ast.Global) and name in node.names:
+            return f"{node.lineno} declares {name} global in a function, which may rebind it"
+    return None
 
 
 def _binds(node) -> set[str]:

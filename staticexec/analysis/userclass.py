@@ -77,7 +77,8 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         raise UsageError(f"{spec!r}: {sf.relpath}:{unbound}; staticexec follows a name bound once and never "
                          "unbound: name the module that defines the class")
     bindings = [node for node in statements if head in _binds(node)]
-    stars, others = _star_bindings(spec, sf, head, statements, bindings, seen + (ref.module,))
+    seen = seen + (ref.module,)
+    stars, others = _star_bindings(spec, sf, head, statements, bindings, seen)
     if sf.find_class(ref.name) is not None and not stars:
         return ref
     bindings = sorted(bindings + list(stars), key=lambda node: node.lineno)
@@ -95,7 +96,7 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         raise UsageError(f"{spec!r}: {where} {said} {head} inside a block; staticexec reads a name bound at "
                          "the module's top level")
     if binding in stars:
-        return _bound_class(spec, ClassRef(stars[binding], ref.name), seen + (ref.module,))
+        return _bound_class(spec, ClassRef(stars[binding], ref.name), seen)
     if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
     if isinstance(binding, ast.ClassDef):  # the name is a class, the dotted rest names none in it
@@ -131,13 +132,11 @@ def _star_bindings(spec: str, sf, head: str, statements: list, bindings: list,
     """The module's `import *` statements that bind `head` (each with the module it imports), and the
     modules of those that don't. One followed by a top-level statement binding the name is left out: that
     statement rebinds it. UsageError when staticexec can't tell what one exports."""
-    import ast
-
     top = [node.lineno for node in bindings if node in sf.tree.body]
     stars: dict = {}
     others: list[str] = []
     for node in statements:
-        if not (isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)):
+        if not _is_star(node):
             continue
         if top and node.lineno < max(top):
             continue
@@ -153,6 +152,13 @@ def _star_bindings(spec: str, sf, head: str, statements: list, bindings: list,
         else:
             others.append(module)
     return stars, others
+
+
+def _is_star(node) -> bool:
+    """Whether a statement is `from m import *`."""
+    import ast
+
+    return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
 
 
 def _star_module(sf, node) -> str | None:
@@ -205,7 +211,7 @@ def _exports(module: str, name: str, seen: tuple[str, ...]) -> bool | str:
     if any(name in _binds(node) for node in statements):
         return True
     for node in statements:
-        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+        if _is_star(node):
             inner = _star_module(sf, node)
             found = _exports(inner, name, seen + (module,)) if inner is not None else \
                 f"{sf.relpath}:{node.lineno} imports * from above the top-level package"

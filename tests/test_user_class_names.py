@@ -39,7 +39,7 @@ CASES = {
     "star after the class statement": (
         {"u.py": f"from transformers import LlamaPreTrainedModel\nclass LlamaModel(LlamaPreTrainedModel):\n"
                  f"    pass\nfrom {LLAMA} import *\n"},
-        "u:LlamaModel", "binds LlamaModel 2 times (lines 2, 4)"),
+        "u:LlamaModel", f"{LLAMA}:LlamaModel"),
     "__all__ bound by an import": (
         {"names.py": "__all__ = ['LlamaModel']\n",
          "m.py": "from .names import __all__\nfrom transformers import LlamaForCausalLM, LlamaModel\n",
@@ -53,7 +53,7 @@ CASES = {
          "u.py": "from .m import *\n"}, "u:LlamaForCausalLM", "m.py:2 deletes LlamaForCausalLM"),
     "a name deleted": (
         {"u.py": "from transformers import LlamaModel\nclass Mine(LlamaModel):\n    pass\ndel Mine\n"},
-        "u:Mine", "u.py:4 deletes Mine; staticexec follows a name bound once and never unbound"),
+        "u:Mine", "u.py:4 deletes Mine; staticexec follows a name that is never unbound"),
     "a name a function may rebind": (
         {"u.py": "from transformers import LlamaModel\nclass Mine(LlamaModel):\n    pass\n"
                  "def swap():\n    global Mine\n    Mine = None\n"},
@@ -64,6 +64,35 @@ CASES = {
     "an import inside a block": (
         {"u.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from transformers import LlamaModel\n"},
         "u:LlamaModel", "u.py:3 binds LlamaModel inside a block"),
+    "bound twice, the last holds": (
+        {"u.py": "from transformers import LlamaModel as M\nfrom transformers import LlamaForCausalLM as M\n"},
+        "u:M", f"{LLAMA}:LlamaForCausalLM"),
+    "two aliases in one import, the last holds": (
+        {"u.py": "from transformers import LlamaModel as M, LlamaForCausalLM as M\n"}, "u:M", f"{LLAMA}:LlamaForCausalLM"),
+    "two assignments on one line, the last holds": (
+        {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nM = LlamaForCausalLM; M = LlamaModel\n"},
+        "u:M", f"{LLAMA}:LlamaModel"),
+    "a class statement, then another class assigned": (
+        {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nclass Mine(LlamaModel):\n    pass\n"
+                 "Mine = LlamaForCausalLM\n"}, "u:Mine", f"{LLAMA}:LlamaForCausalLM"),
+    "an import, then a class statement of its name": (
+        {"u.py": "from transformers import LlamaModel\nclass LlamaModel(LlamaModel):\n    pass\n"},
+        "u:LlamaModel", "{pkg}.u:LlamaModel"),
+    "a binding in a block, then one at the top level": (
+        {"u.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from transformers import LlamaModel as Mine\n"
+                 "from transformers import LlamaForCausalLM\nclass Mine(LlamaForCausalLM):\n    pass\n"},
+        "u:Mine", "{pkg}.u:Mine"),
+    "a binding in a block after one at the top level": (
+        {"u.py": "import sys\nfrom transformers import LlamaModel as Mine\nif sys.version_info < (3, 0):\n"
+                 "    from transformers import LlamaForCausalLM as Mine\n"},
+        "u:Mine", "u.py:4 binds Mine inside a block"),
+    "a class defined twice": (
+        {"u.py": "from transformers import LlamaModel\nclass Mine(LlamaModel):\n    pass\nclass Mine(LlamaModel):\n"
+                 "    x = 1\n"},
+        "u:Mine", "u.py defines Mine 2 times (lines 2, 4); staticexec reads a class defined once"),
+    "a class rebound by a call": (
+        {"u.py": "from transformers import LlamaModel\nclass Mine(LlamaModel):\n    pass\nMine = type(Mine)\n"},
+        "u:Mine", "u.py:4 binds Mine by `Mine = type(Mine)`, which staticexec does not follow to a class"),
     "a submodule of a star-imported package": (
         {"sub/__init__.py": "from .modeling import Thing\n", "sub/modeling.py": "class Thing:\n    pass\n",
          "u.py": "from transformers import LlamaModel\nclass modeling(LlamaModel):\n    pass\nfrom .sub import *\n"},

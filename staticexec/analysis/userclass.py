@@ -60,10 +60,11 @@ def find_user_class(spec: str) -> UserClass:
 
 
 def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassRef:
-    """The class a module's name stands for, read from source: a class statement at the module's top
-    level, or the class that the module's one binding of the name leads to (an import, an assignment
-    such as `Model = LlamaForCausalLM`, an `import *` of a module that exports the name). UsageError in
-    one line, saying what the name is bound to, when that is no class staticexec finds."""
+    """The class a module's name stands for, read from source: the one its last top-level binding of the
+    name gives it, which is what the name holds once the module has run. That binding is a class statement,
+    or leads to a class: an import, an assignment such as `Model = LlamaForCausalLM`, an `import *` of a
+    module that exports the name. UsageError in one line, saying what the name is bound to, when that is
+    no class staticexec finds, or when a binding inside a block (`if`, `try`) may come after it."""
     import ast
 
     from staticexec.analysis.names import shared_names
@@ -74,36 +75,39 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     statements = list(run_in_block(sf.tree.body))
     unbound = _unbinds(sf, head, statements)
     if unbound:
-        raise UsageError(f"{spec!r}: {sf.relpath}:{unbound}; staticexec follows a name bound once and never "
-                         "unbound: name the module that defines the class")
+        raise UsageError(f"{spec!r}: {sf.relpath}:{unbound}; staticexec follows a name that is never unbound: "
+                         "name the module that defines the class")
     bindings = [node for node in statements if head in _binds(node)]
     seen = seen + (ref.module,)
     stars, others = _star_bindings(spec, sf, head, statements, bindings, seen)
-    if sf.find_class(ref.name) is not None and not stars:
-        return ref
-    bindings = sorted(bindings + list(stars), key=lambda node: node.lineno)
+    bindings = sorted(bindings + list(stars), key=_position)
     if not bindings:
         raise UsageError(f"{spec!r}: {sf.relpath} binds no {head} at module level"
                          + (f", and its `import *` of {', '.join(others)} binds none" if others else ""))
-    if len(bindings) > 1:
-        lines = ", ".join(str(node.lineno) for node in bindings)
-        raise UsageError(f"{spec!r}: {sf.relpath} binds {head} {len(bindings)} times (lines {lines}); staticexec "
-                         "follows a name bound once: name the module that defines the class")
-    binding = bindings[0]
+    # top-level statements run once each, in order: the last binding holds, unless it is inside a block,
+    # which may not run (a block's statements all come before the next top-level statement)
+    binding = bindings[-1]
     where = f"{sf.relpath}:{binding.lineno}"
-    if binding not in sf.tree.body:  # it may not run
+    if binding not in sf.tree.body:
         said = "defines" if isinstance(binding, ast.ClassDef) else "binds"
         raise UsageError(f"{spec!r}: {where} {said} {head} inside a block; staticexec reads a name bound at "
                          "the module's top level")
+    if isinstance(binding, ast.ClassDef):
+        classes = [node for node in bindings if isinstance(node, ast.ClassDef) and node in sf.tree.body]
+        if len(classes) > 1:  # the analysis reads a class by its name: the first statement of that name
+            lines = ", ".join(str(node.lineno) for node in classes)
+            raise UsageError(f"{spec!r}: {sf.relpath} defines {head} {len(classes)} times (lines {lines}); "
+                             "staticexec reads a class defined once: name a class of its own name")
+        if sf.find_class(ref.name) is not None:
+            return ref
+        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")  # the dotted rest names none
     if binding in stars:
         return _bound_class(spec, ClassRef(stars[binding], ref.name), seen)
     if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
-    if isinstance(binding, ast.ClassDef):  # the name is a class, the dotted rest names none in it
-        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
     names = shared_names()
     if isinstance(binding, (ast.Import, ast.ImportFrom)):
-        alias = next(a for a in binding.names if (a.asname or a.name.split(".")[0]) == head)
+        alias = [a for a in binding.names if (a.asname or a.name.split(".")[0]) == head][-1]
         column = alias.end_col_offset - 1 if alias.asname or isinstance(binding, ast.ImportFrom) else \
             alias.col_offset + len(head) - 1  # `import a.b` binds `a`: ask for `a`, not `a.b`
         found = names.goto_global(sf, head, alias.lineno, column)
@@ -132,13 +136,13 @@ def _star_bindings(spec: str, sf, head: str, statements: list, bindings: list,
     """The module's `import *` statements that bind `head` (each with the module it imports), and the
     modules of those that don't. One followed by a top-level statement binding the name is left out: that
     statement rebinds it. UsageError when staticexec can't tell what one exports."""
-    top = [node.lineno for node in bindings if node in sf.tree.body]
+    top = [_position(node) for node in bindings if node in sf.tree.body]
     stars: dict = {}
     others: list[str] = []
     for node in statements:
         if not _is_star(node):
             continue
-        if top and node.lineno < max(top):
+        if top and _position(node) < max(top):
             continue
         module = _star_module(sf, node)
         exports = (_exports(module, head, seen) if module is not None
@@ -152,6 +156,11 @@ def _star_bindings(spec: str, sf, head: str, statements: list, bindings: list,
         else:
             others.append(module)
     return stars, others
+
+
+def _position(node) -> tuple[int, int]:
+    """Where a statement starts: statements on one line (`a = 1; b = 2`) in order too."""
+    return node.lineno, node.col_offset
 
 
 def _is_star(node) -> bool:

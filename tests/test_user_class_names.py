@@ -22,6 +22,8 @@ _COUNT = itertools.count()
 
 LLAMA = "transformers.models.llama.modeling_llama"
 
+MINE = "from transformers import LlamaModel, LlamaForCausalLM\nclass Mine(LlamaModel):\n    pass\n"
+
 # (files of the package, the module and name asked for, the class it is ("module:qualname") or a refusal's words)
 CASES = {
     "star by __all__": ({"u.py": f"from {LLAMA} import *\n"}, "u:LlamaModel", f"{LLAMA}:LlamaModel"),
@@ -57,7 +59,7 @@ CASES = {
     "a name a function may rebind": (
         {"u.py": "from transformers import LlamaModel\nclass Mine(LlamaModel):\n    pass\n"
                  "def swap():\n    global Mine\n    Mine = None\n"},
-        "u:Mine", "u.py:5 declares Mine global in a function, which may rebind it"),
+        "u:Mine", "u.py:5 declares Mine global in the function swap, which may rebind it"),
     "a star import inside a block": (
         {"u.py": f"import sys\nif sys.version_info < (3, 0):\n    from {LLAMA} import *\n"},
         "u:LlamaModel", "u.py:3 binds LlamaModel inside a block"),
@@ -68,18 +70,19 @@ CASES = {
         {"u.py": "from transformers import LlamaModel as M\nfrom transformers import LlamaForCausalLM as M\n"},
         "u:M", f"{LLAMA}:LlamaForCausalLM"),
     "two aliases in one import, the last holds": (
-        {"u.py": "from transformers import LlamaModel as M, LlamaForCausalLM as M\n"}, "u:M", f"{LLAMA}:LlamaForCausalLM"),
+        {"u.py": "from transformers import LlamaModel as M, LlamaForCausalLM as M\n"},
+        "u:M", f"{LLAMA}:LlamaForCausalLM"),
     "two assignments on one line, the last holds": (
         {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nM = LlamaForCausalLM; M = LlamaModel\n"},
         "u:M", f"{LLAMA}:LlamaModel"),
     "a class statement, then another class assigned": (
-        {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nclass Mine(LlamaModel):\n    pass\n"
-                 "Mine = LlamaForCausalLM\n"}, "u:Mine", f"{LLAMA}:LlamaForCausalLM"),
+        {"u.py": MINE + "Mine = LlamaForCausalLM\n"}, "u:Mine", f"{LLAMA}:LlamaForCausalLM"),
     "an import, then a class statement of its name": (
         {"u.py": "from transformers import LlamaModel\nclass LlamaModel(LlamaModel):\n    pass\n"},
         "u:LlamaModel", "{pkg}.u:LlamaModel"),
     "a binding in a block, then one at the top level": (
-        {"u.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from transformers import LlamaModel as Mine\n"
+        {"u.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                 "    from transformers import LlamaModel as Mine\n"
                  "from transformers import LlamaForCausalLM\nclass Mine(LlamaForCausalLM):\n    pass\n"},
         "u:Mine", "{pkg}.u:Mine"),
     "a binding in a block after one at the top level": (
@@ -93,6 +96,43 @@ CASES = {
     "a class rebound by a call": (
         {"u.py": "from transformers import LlamaModel\nclass Mine(LlamaModel):\n    pass\nMine = type(Mine)\n"},
         "u:Mine", "u.py:4 binds Mine by `Mine = type(Mine)`, which staticexec does not follow to a class"),
+    "an attribute of the class assigned": (
+        {"u.py": MINE + "from transformers import LlamaConfig\nMine.config_class = LlamaConfig\n"},
+        "u:Mine", "{pkg}.u:Mine"),
+    "the class as a key": ({"u.py": MINE + "d = {}\nd[Mine] = LlamaForCausalLM\n"}, "u:Mine", "{pkg}.u:Mine"),
+    "an attribute deleted": ({"u.py": MINE + "Mine.x = 1\ndel Mine.x\n"}, "u:Mine", "{pkg}.u:Mine"),
+    "an attribute of an imported class assigned": (
+        {"u.py": "from transformers import LlamaModel as Mine, LlamaForCausalLM\nMine.alias = LlamaForCausalLM\n"},
+        "u:Mine", f"{LLAMA}:LlamaModel"),
+    "an attribute of a star-imported class assigned": (
+        {"u.py": f"from {LLAMA} import *\nLlamaModel.alias = LlamaPreTrainedModel\n"},
+        "u:LlamaModel", f"{LLAMA}:LlamaModel"),
+    "a walrus in a lambda binds in the lambda": (
+        {"u.py": MINE + "f = lambda: (Mine := LlamaForCausalLM)\n"}, "u:Mine", "{pkg}.u:Mine"),
+    "a walrus in a default value": (
+        {"u.py": MINE + "def f(x=(Mine := LlamaForCausalLM)):\n    pass\n"},
+        "u:Mine", "u.py:4 binds Mine by `def f(x=(Mine := LlamaForCausalLM)): pass`, which staticexec does not follow"),
+    "a walrus in a class's bases": (
+        {"u.py": MINE + "class Other((Mine := LlamaForCausalLM)):\n    pass\n"},
+        "u:Mine", "u.py:4 binds Mine by `class Other"),
+    "a match capture": (
+        {"u.py": MINE + "match LlamaForCausalLM:\n    case Mine:\n        pass\n"},
+        "u:Mine", "u.py:4 binds Mine by `match"),
+    "global at module level": ({"u.py": "global Mine\n" + MINE}, "u:Mine", "{pkg}.u:Mine"),
+    "global in a class body": (
+        {"u.py": MINE + "class Other:\n    global Mine\n    Mine = LlamaForCausalLM\n"},
+        "u:Mine", "u.py:5 declares Mine global in the class Other, which may rebind it"),
+    "a nested class": (
+        {"u.py": "from transformers import LlamaModel\nclass Outer:\n    class Inner(LlamaModel):\n        pass\n"},
+        "u:Outer.Inner", "{pkg}.u:Outer.Inner"),
+    "a nested class rebound in its class's body": (
+        {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nclass Outer:\n    class Inner(LlamaModel):\n"
+                 "        pass\n    Inner = LlamaForCausalLM\n"},
+        "u:Outer.Inner", "u.py binds Inner in the class Outer other than by one class statement (lines 3, 5)"),
+    "a nested class rebound from outside": (
+        {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nclass Outer:\n    class Inner(LlamaModel):\n"
+                 "        pass\nOuter.Inner = LlamaForCausalLM\n"},
+        "u:Outer.Inner", "u.py:5 assigns Outer.Inner, which may rebind the class"),
     "a submodule of a star-imported package": (
         {"sub/__init__.py": "from .modeling import Thing\n", "sub/modeling.py": "class Thing:\n    pass\n",
          "u.py": "from transformers import LlamaModel\nclass modeling(LlamaModel):\n    pass\nfrom .sub import *\n"},
@@ -114,7 +154,9 @@ def test_a_users_name_is_the_class_python_binds_or_refused(case, tmp_path, monke
     if ":" in expected and " " not in expected:
         found = find_user_class(spec).cls
         assert f"{found.module}:{found.name}" == expected
-        bound = getattr(importlib.import_module(f"{pkg}.{module}"), name)
+        bound = importlib.import_module(f"{pkg}.{module}")
+        for part in name.split("."):
+            bound = getattr(bound, part)
         assert f"{bound.__module__}:{bound.__qualname__}" == expected  # what Python binds
     else:
         with pytest.raises(UsageError) as refused:
@@ -122,3 +164,31 @@ def test_a_users_name_is_the_class_python_binds_or_refused(case, tmp_path, monke
         assert expected in str(refused.value) and len(str(refused.value).splitlines()) == 1
     for loaded in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
         monkeypatch.delitem(sys.modules, loaded)
+
+
+@pytest.mark.parametrize("source, bound", [
+    ("a = b = x", {"a", "b"}),
+    ("a, (b, *c) = x", {"a", "b", "c"}),
+    ("a.b = x", set()),
+    ("d[a] = x", set()),
+    ("a.b: int = x", set()),
+    ("for a.b in x:\n    pass", set()),
+    ("with x as (a, b.c):\n    pass", {"a"}),
+    ("del a.b, d[a], c", {"c"}),
+    ("f = lambda y=(a := 1): (b := 2)", {"f", "a"}),
+    ("x = [(a := i) for i in y]", {"x", "a"}),
+    ("@(a := d)\ndef g(x=(b := 1)) -> (c := int):\n    e = 1", {"g", "a", "b", "c"}),
+    ("class C((a := B), k=(b := 1)):\n    e = 1", {"C", "a", "b"}),
+    ("if (a := x):\n    b = 1", {"a"}),
+    ("try:\n    pass\nexcept E:\n    (a := 1)", set()),
+    ("match x:\n    case a:\n        pass\n    case {**b}:\n        pass\n    case [*c] if (d := 1):\n        e = 1",
+     {"a", "b", "c", "d"}),
+])
+def test_what_a_module_level_statement_binds(source, bound):
+    """Its own targets, names and assignment expressions, not what it writes into (`a.b = x`) nor what the
+    statements it holds bind (an `if`'s body, an except clause: each a statement of its own)."""
+    import ast
+
+    from staticexec.analysis.external import statement_binds
+
+    assert statement_binds(ast.parse(source).body[0]) == bound

@@ -86,13 +86,17 @@ def _index(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
 
 
 def statement_binds(node: ast.AST) -> set[str]:
-    """The names a module-level statement binds, other than by import (its own, not its nested blocks')."""
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return {node.name}
-    if isinstance(node, ast.ExceptHandler):
-        return {node.name} if node.name else set()
+    """The names a module-level statement binds, other than by import (its own, not its nested blocks'):
+    its targets (`a = x`, `a, *b = x`; not `a.b = x` or `a[k] = x`, which write into what `a` holds), a
+    function's or class's name, an except clause's name, a match statement's captures, and each name an
+    assignment expression (`:=`) among its own expressions binds. A `del` counts as binding what it deletes."""
+    out: set[str] = set()
     targets: list[ast.AST] = []
-    if isinstance(node, ast.Assign):
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        out.add(node.name)
+    elif isinstance(node, ast.ExceptHandler):
+        out |= {node.name} if node.name else set()
+    elif isinstance(node, ast.Assign):
         targets = list(node.targets)
     elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
         targets = [node.target]
@@ -100,11 +104,55 @@ def statement_binds(node: ast.AST) -> set[str]:
         targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
     elif isinstance(node, ast.Delete):
         targets = list(node.targets)
-    out = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-    # an assignment expression anywhere in the statement's own expressions binds at module level too
+    elif isinstance(node, ast.Match):
+        for n in (n for case in node.cases for n in ast.walk(case.pattern)):
+            captured = n.name if isinstance(n, (ast.MatchAs, ast.MatchStar)) else \
+                n.rest if isinstance(n, ast.MatchMapping) else None
+            out |= {captured} if captured else set()
+    for target in targets:
+        out |= _target_names(target)
+    for expr in _own_expressions(node):
+        out |= _walrus_names(expr)
+    return out
+
+
+def _target_names(target: ast.AST) -> set[str]:
+    """The names an assignment target binds: a name, or those of a tuple, list or starred target."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {name for element in target.elts for name in _target_names(element)}
+    return set()
+
+
+def _own_expressions(node: ast.AST) -> list[ast.AST]:
+    """What a statement evaluates itself: its expressions (a function's or class's decorators, defaults and
+    bases among them), a match case's pattern and guard; not the statements it holds, nor its except
+    clauses (each a statement of its own to `run_in_block`)."""
+    out: list[ast.AST] = []
     for child in ast.iter_child_nodes(node):
-        if not isinstance(child, ast.stmt):
-            out |= {n.target.id for n in ast.walk(child) if isinstance(n, ast.NamedExpr)}
+        if isinstance(child, ast.match_case):
+            out += [child.pattern] + ([child.guard] if child.guard is not None else [])
+        elif not isinstance(child, (ast.stmt, ast.ExceptHandler)):
+            out.append(child)
+    return out
+
+
+def _walrus_names(expr: ast.AST) -> set[str]:
+    """The names assignment expressions bind in the scope that evaluates `expr`: those in a comprehension
+    too, not those in a lambda's body (its own scope; its defaults are evaluated here)."""
+    out: set[str] = set()
+    stack = [expr]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, ast.NamedExpr):
+            out.add(n.target.id)
+        if isinstance(n, ast.Lambda):
+            stack += n.args.defaults + [d for d in n.args.kw_defaults if d is not None]
+        else:
+            stack += ast.iter_child_nodes(n)
     return out
 
 

@@ -77,6 +77,9 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     if unbound:
         raise UsageError(f"{spec!r}: {sf.relpath}:{unbound}; staticexec follows a name that is never unbound: "
                          "name the module that defines the class")
+    written = _path_written(sf, ref.name) if rest else None
+    if written:
+        raise UsageError(f"{spec!r}: {written}; {_NESTED}")
     bindings = [node for node in statements if head in _binds(node)]
     seen = seen + (ref.module,)
     stars, others = _star_bindings(spec, sf, head, statements, bindings, seen)
@@ -89,21 +92,25 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     binding = bindings[-1]
     where = f"{sf.relpath}:{binding.lineno}"
     if binding not in sf.tree.body:
-        said = "defines" if isinstance(binding, ast.ClassDef) else "binds"
+        said = "defines" if isinstance(binding, ast.ClassDef) and binding.name == head else "binds"
         raise UsageError(f"{spec!r}: {where} {said} {head} inside a block; staticexec reads a name bound at "
                          "the module's top level")
-    if isinstance(binding, ast.ClassDef):
-        classes = [node for node in bindings if isinstance(node, ast.ClassDef) and node in sf.tree.body]
+    if isinstance(binding, ast.ClassDef) and binding.name == head:
+        classes = [node for node in bindings if isinstance(node, ast.ClassDef) and node.name == head
+                   and node in sf.tree.body]
         if len(classes) > 1:  # the analysis reads a class by its name: the first statement of that name
             lines = ", ".join(str(node.lineno) for node in classes)
             raise UsageError(f"{spec!r}: {sf.relpath} defines {head} {len(classes)} times (lines {lines}); "
                              "staticexec reads a class defined once: name a class of its own name")
-        if sf.find_class(ref.name) is not None:
-            return ref
-        raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")  # the dotted rest names none
+        if sf.find_class(ref.name) is None:  # the dotted rest names none
+            raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
+        nested = _nested_rebinding(sf, ref.name)
+        if nested:
+            raise UsageError(f"{spec!r}: {nested}; {_NESTED}")
+        return ref
     if binding in stars:
         return _bound_class(spec, ClassRef(stars[binding], ref.name), seen)
-    if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)) and binding.name == head:
         raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
     names = shared_names()
     if isinstance(binding, (ast.Import, ast.ImportFrom)):
@@ -111,7 +118,8 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         column = alias.end_col_offset - 1 if alias.asname or isinstance(binding, ast.ImportFrom) else \
             alias.col_offset + len(head) - 1  # `import a.b` binds `a`: ask for `a`, not `a.b`
         found = names.goto_global(sf, head, alias.lineno, column)
-    elif isinstance(binding, (ast.Assign, ast.AnnAssign)) and isinstance(binding.value, (ast.Name, ast.Attribute)):
+    elif isinstance(binding, (ast.Assign, ast.AnnAssign)) and isinstance(binding.value, (ast.Name, ast.Attribute)) \
+            and head in _plain_targets(binding):
         found = names.goto_module_scope(sf, binding.value)
     else:
         found = None
@@ -128,7 +136,51 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         if source is None or source.find_class(bound.name) is None:
             raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), "
                              + (f"which defines no class {rest}" if source else "whose source staticexec can't read"))
+        nested = _path_written(source, bound.name) or _nested_rebinding(source, bound.name)
+        if nested:
+            raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), and "
+                             f"{nested}; {_NESTED}")
     return bound
+
+
+_NESTED = "staticexec reads a nested class bound once, by its class statement: name the module that defines the class"
+
+
+def _nested_rebinding(sf, dotted: str) -> str | None:
+    """Why the nested class a dotted name (`Outer.Inner`) reads in a module may not be the one its class
+    statement defines, or None: a name of the path bound in its class's body other than by one class
+    statement there (a `del` counts). Attributes the module assigns on the path: `_path_written`."""
+    import ast
+
+    from staticexec.analysis.external import statement_binds
+    from staticexec.analysis.source import run_in_block
+
+    parts = dotted.split(".")
+    scope = sf.find_class(parts[0])
+    for depth, part in enumerate(parts[1:], 1):
+        binders = [node for node in run_in_block(scope.body)
+                   if part in (statement_binds(node) if isinstance(node, ast.Delete) else _binds(node))]
+        if len(binders) != 1 or not isinstance(binders[0], ast.ClassDef) or binders[0].name != part:
+            lines = ", ".join(str(node.lineno) for node in binders)
+            return (f"{sf.relpath} binds {part} in the class {'.'.join(parts[:depth])} other than by one class "
+                    f"statement (line{'s' if len(binders) > 1 else ''} {lines})")
+        scope = binders[0]
+    return None
+
+
+def _path_written(sf, dotted: str) -> str | None:
+    """Where a module assigns or deletes an attribute on a dotted name's path (`Outer.Inner = X`, anywhere in
+    its source, a function's body too), which may rebind the class the name reads; None when nowhere."""
+    import ast
+
+    paths = {".".join(dotted.split(".")[:depth]) for depth in range(2, dotted.count(".") + 2)}
+    for node in ast.walk(sf.tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            text = ast.unparse(node)
+            if text in paths:
+                said = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
+                return f"{sf.relpath}:{node.lineno} {said} {text}, which may rebind the class"
+    return None
 
 
 def _star_bindings(spec: str, sf, head: str, statements: list, bindings: list,
@@ -156,6 +208,14 @@ def _star_bindings(spec: str, sf, head: str, statements: list, bindings: list,
         else:
             others.append(module)
     return stars, others
+
+
+def _plain_targets(node) -> set[str]:
+    """The names an assignment binds as whole targets (`a = b = x`), not through a walrus in a target."""
+    import ast
+
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    return {target.id for target in targets if isinstance(target, ast.Name)}
 
 
 def _position(node) -> tuple[int, int]:
@@ -231,16 +291,23 @@ def _exports(module: str, name: str, seen: tuple[str, ...]) -> bool | str:
 
 def _unbinds(sf, name: str, statements: list) -> str | None:
     """Where a module's name may be unbound or rebound other than by its own module-level bindings: a `del`
-    of it at module level, a `global` statement naming it (a function may rebind it); None when nowhere."""
+    of it at module level, a `global` statement naming it in a function or class body (which may rebind
+    it); None when nowhere."""
     import ast
 
+    from staticexec.analysis.external import statement_binds
+
     for node in statements:
-        if isinstance(node, ast.Delete) and any(isinstance(n, ast.Name) and n.id == name
-                                                for target in node.targets for n in ast.walk(target)):
+        if isinstance(node, ast.Delete) and name in statement_binds(node):
             return f"{node.lineno} deletes {name}"
-    for node in ast.walk(sf.tree):
-        if isinstance(node, ast.Global) and name in node.names:
-            return f"{node.lineno} declares {name} global in a function, which may rebind it"
+    bodies = [(node, None) for node in sf.tree.body]  # (node, the function or class whose body holds it)
+    while bodies:
+        node, owner = bodies.pop()
+        if isinstance(node, ast.Global) and name in node.names and owner is not None:  # (at module level, none)
+            kind = "class" if isinstance(owner, ast.ClassDef) else "function"
+            return f"{node.lineno} declares {name} global in the {kind} {owner.name}, which may rebind it"
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else owner
+        bodies += [(child, inner) for child in ast.iter_child_nodes(node)]
     return None
 
 

@@ -133,6 +133,25 @@ CASES = {
         {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nclass Outer:\n    class Inner(LlamaModel):\n"
                  "        pass\nOuter.Inner = LlamaForCausalLM\n"},
         "u:Outer.Inner", "u.py:5 assigns Outer.Inner, which may rebind the class"),
+    "an assignment expression in an annotation": (
+        {"u.py": MINE + "x: (Mine := LlamaForCausalLM)\n"}, "u:Mine", "u.py:4 binds Mine by `x: (Mine := LlamaForCausalLM)`"),
+    "an imported class its module defines twice": (
+        {"m.py": MINE + "class Mine(LlamaForCausalLM):\n    pass\n", "u.py": "from .m import Mine\n"},
+        "u:Mine", "m.py defines Mine 2 times (lines 2, 4)"),
+    "an imported class its module rebinds": (
+        {"m.py": MINE + "Mine = LlamaForCausalLM\n", "u.py": "from .m import Mine\n"}, "u:Mine", f"{LLAMA}:LlamaForCausalLM"),
+    "a package with a submodule of the name": (
+        {"p/__init__.py": MINE, "p/Mine.py": "x = 1\n"}, "p:Mine", "the package {pkg}.p has a submodule Mine"),
+    "a nested class declared global": (
+        {"u.py": "from transformers import LlamaModel\nclass Outer:\n    global Inner\n    class Inner(LlamaModel):\n"
+                 "        pass\n"}, "u:Outer.Inner", "u.py:3 declares Inner global in the class Outer"),
+    "a nested class inside a block": (
+        {"u.py": "from transformers import LlamaModel\nclass Outer:\n    if True:\n        class Inner(LlamaModel):\n"
+                 "            pass\n"}, "u:Outer.Inner", "u.py:4 defines Inner inside a block of the class Outer"),
+    "a nested class rebound through another name": (
+        {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nclass Outer:\n    class Inner(LlamaModel):\n"
+                 "        pass\nO = Outer\nO.Inner = LlamaForCausalLM\n"},
+        "u:Outer.Inner", "u.py:6 assigns O.Inner, which may rebind the class Outer.Inner"),
     "a submodule of a star-imported package": (
         {"sub/__init__.py": "from .modeling import Thing\n", "sub/modeling.py": "class Thing:\n    pass\n",
          "u.py": "from transformers import LlamaModel\nclass modeling(LlamaModel):\n    pass\nfrom .sub import *\n"},
@@ -172,6 +191,8 @@ def test_a_users_name_is_the_class_python_binds_or_refused(case, tmp_path, monke
     ("a.b = x", set()),
     ("d[a] = x", set()),
     ("a.b: int = x", set()),
+    ("a: int", set()),
+    ("a: (b := int)", {"b"}),
     ("for a.b in x:\n    pass", set()),
     ("with x as (a, b.c):\n    pass", {"a"}),
     ("del a.b, d[a], c", {"c"}),

@@ -98,12 +98,16 @@ def statement_binds(node: ast.AST) -> set[str]:
         out |= {node.name} if node.name else set()
     elif isinstance(node, ast.Assign):
         targets = list(node.targets)
-    elif isinstance(node, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+    elif isinstance(node, ast.AnnAssign):  # an annotation alone binds nothing
+        targets = [node.target] if node.value is not None else []
+    elif isinstance(node, (ast.AugAssign, ast.For, ast.AsyncFor)):
         targets = [node.target]
     elif isinstance(node, (ast.With, ast.AsyncWith)):
         targets = [item.optional_vars for item in node.items if item.optional_vars is not None]
     elif isinstance(node, ast.Delete):
         targets = list(node.targets)
+    elif type(node).__name__ == "TypeAlias":  # `type X = ...` (Python 3.12)
+        targets = [node.name]
     elif isinstance(node, ast.Match):
         for n in (n for case in node.cases for n in ast.walk(case.pattern)):
             captured = n.name if isinstance(n, (ast.MatchAs, ast.MatchStar)) else \

@@ -257,7 +257,7 @@ def _find_spec(name: str, path: list[str] | None):
             continue
         try:
             spec = find(name, path)
-        except (ImportError, ValueError):
+        except (ImportError, ValueError, KeyError):  # KeyError: a namespace package whose parent isn't imported
             return None
         if spec is not None:
             return spec

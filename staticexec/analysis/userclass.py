@@ -73,6 +73,9 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     sf = load_module(ref.module)
     head, _, rest = ref.name.partition(".")
     statements = list(run_in_block(sf.tree.body))
+    if _is_submodule(sf, head):
+        raise UsageError(f"{spec!r}: the package {ref.module} has a submodule {head}, and importing that binds "
+                         f"{head} to the submodule: name the module that defines the class")
     unbound = _unbinds(sf, head, statements)
     if unbound:
         raise UsageError(f"{spec!r}: {sf.relpath}:{unbound}; staticexec follows a name that is never unbound: "
@@ -102,11 +105,11 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
             lines = ", ".join(str(node.lineno) for node in classes)
             raise UsageError(f"{spec!r}: {sf.relpath} defines {head} {len(classes)} times (lines {lines}); "
                              "staticexec reads a class defined once: name a class of its own name")
-        if sf.find_class(ref.name) is None:  # the dotted rest names none
-            raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
         nested = _nested_rebinding(sf, ref.name)
         if nested:
             raise UsageError(f"{spec!r}: {nested}; {_NESTED}")
+        if sf.find_class(ref.name) is None:  # the dotted rest names none
+            raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
         return ref
     if binding in stars:
         return _bound_class(spec, ClassRef(stars[binding], ref.name), seen)
@@ -123,24 +126,33 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         found = names.goto_module_scope(sf, binding.value)
     else:
         found = None
+    code = f"{where} binds {head} by `{' '.join(ast.unparse(binding).split())[:100]}`"
+    if (found is None or found.kind not in ("class", "module")) and isinstance(binding, ast.ImportFrom):
+        module = _from_module(sf, binding)  # jedi finds no class: the module imported from, read as any
+        if module is not None and load_module(module) is not None:
+            return _follow(spec, module, alias.name, rest, seen, code)
     if found is not None and found.kind == "module":
         raise UsageError(f"{spec!r}: {head} is the module {found.module} ({where}), not a class"
                          + ("; name the class by the module that defines it" if rest else ""))
     if found is None or found.kind != "class":
-        code = " ".join(ast.unparse(binding).split())
-        raise UsageError(f"{spec!r}: {where} binds {head} by `{code[:100]}`, which staticexec does not "
-                         "follow to a class")
+        raise UsageError(f"{spec!r}: {code}, which staticexec does not follow to a class")
     bound = ClassRef(found.module, ".".join(filter(None, (found.qualname, rest))))
-    if rest:
-        source = load_module(bound.module)
-        if source is None or source.find_class(bound.name) is None:
-            raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), "
-                             + (f"which defines no class {rest}" if source else "whose source staticexec can't read"))
-        nested = _path_written(source, bound.name) or _nested_rebinding(source, bound.name)
-        if nested:
-            raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), and "
-                             f"{nested}; {_NESTED}")
-    return bound
+    source = load_module(bound.module)
+    if rest and (source is None or source.find_class(bound.name) is None):
+        raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), "
+                         + (f"which defines no class {rest}" if source else "whose source staticexec can't read"))
+    if source is None or "." in found.qualname:  # no source to read further, or a class nested in another
+        return bound
+    return _follow(spec, found.module, found.qualname, rest, seen, code)
+
+
+def _follow(spec: str, module: str, name: str, rest: str, seen: tuple[str, ...], code: str) -> ClassRef:
+    """The class a binding (`code`, where and how) leads to: the name as its own module binds it, read by the
+    same rules there (it may be defined twice there, or rebound)."""
+    visit = f"{module}:{name}"
+    if visit in seen:
+        raise UsageError(f"{spec!r}: {code}, which leads back to a name already followed")
+    return _bound_class(spec, ClassRef(module, ".".join(filter(None, (name, rest)))), seen + (visit,))
 
 
 _NESTED = "staticexec reads a nested class bound once, by its class statement: name the module that defines the class"
@@ -158,28 +170,39 @@ def _nested_rebinding(sf, dotted: str) -> str | None:
     parts = dotted.split(".")
     scope = sf.find_class(parts[0])
     for depth, part in enumerate(parts[1:], 1):
-        binders = [node for node in run_in_block(scope.body)
+        outer = ".".join(parts[:depth])
+        statements = list(run_in_block(scope.body))
+        declared = next((node for node in statements if isinstance(node, (ast.Global, ast.Nonlocal))
+                         and part in node.names), None)
+        if declared is not None:  # the class statement binds the name outside the class
+            kind = type(declared).__name__.lower()
+            return f"{sf.relpath}:{declared.lineno} declares {part} {kind} in the class {outer}"
+        binders = [node for node in statements
                    if part in (statement_binds(node) if isinstance(node, ast.Delete) else _binds(node))]
-        if len(binders) != 1 or not isinstance(binders[0], ast.ClassDef) or binders[0].name != part:
-            lines = ", ".join(str(node.lineno) for node in binders)
-            return (f"{sf.relpath} binds {part} in the class {'.'.join(parts[:depth])} other than by one class "
-                    f"statement (line{'s' if len(binders) > 1 else ''} {lines})")
-        scope = binders[0]
+        if not binders:
+            return None  # the class defines no such class: said by the caller
+        if len(binders) == 1 and isinstance(binders[0], ast.ClassDef) and binders[0].name == part:
+            if binders[0] not in scope.body:
+                return f"{sf.relpath}:{binders[0].lineno} defines {part} inside a block of the class {outer}"
+            scope = binders[0]
+            continue
+        lines = ", ".join(str(node.lineno) for node in binders)
+        return (f"{sf.relpath} binds {part} in the class {outer} other than by one class statement "
+                f"(line{'s' if len(binders) > 1 else ''} {lines})")
     return None
 
 
 def _path_written(sf, dotted: str) -> str | None:
-    """Where a module assigns or deletes an attribute on a dotted name's path (`Outer.Inner = X`, anywhere in
-    its source, a function's body too), which may rebind the class the name reads; None when nowhere."""
+    """Where a module assigns or deletes an attribute named as a nested part of a dotted name (`Outer.Inner
+    = X`, or through another name of `Outer`: `O.Inner = X`), anywhere in its source, a function's body too;
+    it may rebind the class the name reads. None when nowhere."""
     import ast
 
-    paths = {".".join(dotted.split(".")[:depth]) for depth in range(2, dotted.count(".") + 2)}
+    parts = set(dotted.split(".")[1:])
     for node in ast.walk(sf.tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            text = ast.unparse(node)
-            if text in paths:
-                said = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
-                return f"{sf.relpath}:{node.lineno} {said} {text}, which may rebind the class"
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in parts:
+            said = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
+            return f"{sf.relpath}:{node.lineno} {said} {ast.unparse(node)}, which may rebind the class {dotted}"
     return None
 
 
@@ -196,7 +219,7 @@ def _star_bindings(spec: str, sf, head: str, statements: list, bindings: list,
             continue
         if top and _position(node) < max(top):
             continue
-        module = _star_module(sf, node)
+        module = _from_module(sf, node)
         exports = (_exports(module, head, seen) if module is not None
                    else "it reaches above the top-level package")
         if isinstance(exports, str):
@@ -230,9 +253,9 @@ def _is_star(node) -> bool:
     return isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
 
 
-def _star_module(sf, node) -> str | None:
-    """The module an `import *` statement of a file imports (a relative one resolved); None when a relative
-    one climbs above the top-level package."""
+def _from_module(sf, node) -> str | None:
+    """The module a `from m import ...` statement of a file imports from (a relative one resolved); None when
+    a relative one climbs above the top-level package."""
     if not node.level:
         return node.module
     package = sf.module.split(".")
@@ -257,9 +280,7 @@ def _exports(module: str, name: str, seen: tuple[str, ...]) -> bool | str:
     sf = load_module(module)
     if sf is None:
         return f"{module} has no .py file staticexec reads"
-    folder = os.path.dirname(sf.path)
-    if os.path.basename(sf.path) == "__init__.py" and (os.path.isdir(os.path.join(folder, name))
-                                                       or os.path.isfile(os.path.join(folder, name + ".py"))):
+    if _is_submodule(sf, name):
         return f"{name} is also a submodule of the package {module}, which its `import *` binds once it is imported"
     statements = list(run_in_block(sf.tree.body))
     for target in ("__all__", name):
@@ -281,12 +302,19 @@ def _exports(module: str, name: str, seen: tuple[str, ...]) -> bool | str:
         return True
     for node in statements:
         if _is_star(node):
-            inner = _star_module(sf, node)
+            inner = _from_module(sf, node)
             found = _exports(inner, name, seen + (module,)) if inner is not None else \
                 f"{sf.relpath}:{node.lineno} imports * from above the top-level package"
             if found is not False:
                 return found
     return False
+
+
+def _is_submodule(sf, name: str) -> bool:
+    """Whether a package (its `__init__.py`) has a submodule of the name: importing it binds the name there."""
+    folder = os.path.dirname(sf.path)
+    return os.path.basename(sf.path) == "__init__.py" and (
+        os.path.isdir(os.path.join(folder, name)) or os.path.isfile(os.path.join(folder, name + ".py")))
 
 
 def _unbinds(sf, name: str, statements: list) -> str | None:
@@ -320,7 +348,7 @@ def _binds(node) -> set[str]:
 
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return {a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"}
-    if isinstance(node, ast.Delete) or (isinstance(node, ast.AnnAssign) and node.value is None):
+    if isinstance(node, ast.Delete):
         return set()
     return statement_binds(node)
 

@@ -92,7 +92,7 @@ CASES = {
     "a class defined twice": (
         {"u.py": "from transformers import LlamaModel\nclass Mine(LlamaModel):\n    pass\nclass Mine(LlamaModel):\n"
                  "    x = 1\n"},
-        "u:Mine", "u.py defines Mine 2 times (lines 2, 4); staticexec reads a class defined once"),
+        "u:Mine", "u.py defines Mine 2 times (lines 2, 4); staticexec reads a class bound once, by its class statement"),
     "a class rebound by a call": (
         {"u.py": "from transformers import LlamaModel\nclass Mine(LlamaModel):\n    pass\nMine = type(Mine)\n"},
         "u:Mine", "u.py:4 binds Mine by `Mine = type(Mine)`, which staticexec does not follow to a class"),
@@ -140,8 +140,15 @@ CASES = {
         "u:Mine", "m.py defines Mine 2 times (lines 2, 4)"),
     "an imported class its module rebinds": (
         {"m.py": MINE + "Mine = LlamaForCausalLM\n", "u.py": "from .m import Mine\n"}, "u:Mine", f"{LLAMA}:LlamaForCausalLM"),
-    "a package with a submodule of the name": (
-        {"p/__init__.py": MINE, "p/Mine.py": "x = 1\n"}, "p:Mine", "the package {pkg}.p has a submodule Mine"),
+    "a package with a submodule of the name, not imported": (
+        {"p/__init__.py": MINE, "p/Mine.py": "x = 1\n"}, "p:Mine", "{pkg}.p:Mine"),
+    "a package that imports its submodule of the name": (
+        {"p/__init__.py": MINE + "from .Mine import x\n", "p/Mine.py": "x = 1\n"},
+        "p:Mine", "p/__init__.py:4 imports the submodule {pkg}.p.Mine, which binds Mine to the submodule"),
+    "a package that imports the class from its submodule of the name": (
+        {"p/__init__.py": "from .Mine import Mine\n", "p/Mine.py": MINE}, "p:Mine", "{pkg}.p.Mine:Mine"),
+    "an alias taken before the class's name is rebound": (
+        {"u.py": MINE + "Model = Mine\nMine = LlamaForCausalLM\n"}, "u:Model", "{pkg}.u:Mine"),
     "a nested class declared global": (
         {"u.py": "from transformers import LlamaModel\nclass Outer:\n    global Inner\n    class Inner(LlamaModel):\n"
                  "        pass\n"}, "u:Outer.Inner", "u.py:3 declares Inner global in the class Outer"),

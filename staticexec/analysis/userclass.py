@@ -73,17 +73,14 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     sf = load_module(ref.module)
     head, _, rest = ref.name.partition(".")
     statements = list(run_in_block(sf.tree.body))
-    if _is_submodule(sf, head):
-        raise UsageError(f"{spec!r}: the package {ref.module} has a submodule {head}, and importing that binds "
-                         f"{head} to the submodule: name the module that defines the class")
     unbound = _unbinds(sf, head, statements)
     if unbound:
         raise UsageError(f"{spec!r}: {sf.relpath}:{unbound}; staticexec follows a name that is never unbound: "
                          "name the module that defines the class")
-    written = _path_written(sf, ref.name) if rest else None
-    if written:
-        raise UsageError(f"{spec!r}: {written}; {_NESTED}")
-    bindings = [node for node in statements if head in _binds(node)]
+    # importing a package's submodule binds its name in the package, where the import statement runs
+    submodule = [node for node in statements if _imports(sf, node, f"{ref.module}.{head}")] \
+        if _is_submodule(sf, head) else []
+    bindings = [node for node in statements if head in _binds(node) or node in submodule]
     seen = seen + (ref.module,)
     stars, others = _star_bindings(spec, sf, head, statements, bindings, seen)
     bindings = sorted(bindings + list(stars), key=_position)
@@ -99,18 +96,15 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         raise UsageError(f"{spec!r}: {where} {said} {head} inside a block; staticexec reads a name bound at "
                          "the module's top level")
     if isinstance(binding, ast.ClassDef) and binding.name == head:
-        classes = [node for node in bindings if isinstance(node, ast.ClassDef) and node.name == head
-                   and node in sf.tree.body]
-        if len(classes) > 1:  # the analysis reads a class by its name: the first statement of that name
-            lines = ", ".join(str(node.lineno) for node in classes)
-            raise UsageError(f"{spec!r}: {sf.relpath} defines {head} {len(classes)} times (lines {lines}); "
-                             "staticexec reads a class defined once: name a class of its own name")
-        nested = _nested_rebinding(sf, ref.name)
-        if nested:
-            raise UsageError(f"{spec!r}: {nested}; {_NESTED}")
+        problem = _class_path(sf, ref.name)
+        if problem:
+            raise UsageError(f"{spec!r}: {problem}; {_ONCE}")
         if sf.find_class(ref.name) is None:  # the dotted rest names none
             raise UsageError(f"{spec!r}: {sf.relpath} defines no class {ref.name}")
         return ref
+    if binding in submodule and head not in _binds(binding):
+        raise UsageError(f"{spec!r}: {where} imports the submodule {ref.module}.{head}, which binds {head} to the "
+                         "submodule: name the module that defines the class")
     if binding in stars:
         return _bound_class(spec, ClassRef(stars[binding], ref.name), seen)
     if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)) and binding.name == head:
@@ -141,66 +135,65 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     if rest and (source is None or source.find_class(bound.name) is None):
         raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), "
                          + (f"which defines no class {rest}" if source else "whose source staticexec can't read"))
-    if source is None or "." in found.qualname:  # no source to read further, or a class nested in another
-        return bound
-    return _follow(spec, found.module, found.qualname, rest, seen, code)
+    # the class statement the binding leads to (jedi reads the module's flow): the one the analysis reads?
+    problem = _class_path(source, bound.name) if source is not None else None
+    if problem:
+        raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), and "
+                         f"{problem}; {_ONCE}")
+    return bound
 
 
 def _follow(spec: str, module: str, name: str, rest: str, seen: tuple[str, ...], code: str) -> ClassRef:
-    """The class a binding (`code`, where and how) leads to: the name as its own module binds it, read by the
-    same rules there (it may be defined twice there, or rebound)."""
+    """The class a binding (`code`, where and how) leads to: the name as its module binds it once it has run,
+    read by the same rules there (`from m import X` binds m's X as m's last binding leaves it)."""
     visit = f"{module}:{name}"
     if visit in seen:
         raise UsageError(f"{spec!r}: {code}, which leads back to a name already followed")
     return _bound_class(spec, ClassRef(module, ".".join(filter(None, (name, rest)))), seen + (visit,))
 
 
-_NESTED = "staticexec reads a nested class bound once, by its class statement: name the module that defines the class"
+_ONCE = "staticexec reads a class bound once, by its class statement: name the module that defines the class"
 
 
-def _nested_rebinding(sf, dotted: str) -> str | None:
-    """Why the nested class a dotted name (`Outer.Inner`) reads in a module may not be the one its class
-    statement defines, or None: a name of the path bound in its class's body other than by one class
-    statement there (a `del` counts). Attributes the module assigns on the path: `_path_written`."""
+def _class_path(sf, dotted: str) -> str | None:
+    """Why the class a dotted name leads to in a module may not be the class statement the analysis reads by
+    that name (the first class statement of each name, at the top of its module or class body), or the class
+    the name holds; None when it is. At the module's top level: the name defined by more than one class
+    statement, or inside a block. In a class's body: the name bound other than by one class statement at the
+    top of the body (a `del` counts), or declared global there; and an attribute of a nested name assigned
+    anywhere in the module (`Outer.Inner = X`, `O.Inner = X`), which may rebind it."""
     import ast
 
     from staticexec.analysis.external import statement_binds
     from staticexec.analysis.source import run_in_block
 
     parts = dotted.split(".")
-    scope = sf.find_class(parts[0])
-    for depth, part in enumerate(parts[1:], 1):
+    scope: list = sf.tree.body
+    for depth, part in enumerate(parts):
         outer = ".".join(parts[:depth])
-        statements = list(run_in_block(scope.body))
+        inside = f" in the class {outer}" if depth else ""
+        statements = list(run_in_block(scope))
         declared = next((node for node in statements if isinstance(node, (ast.Global, ast.Nonlocal))
                          and part in node.names), None)
-        if declared is not None:  # the class statement binds the name outside the class
-            kind = type(declared).__name__.lower()
-            return f"{sf.relpath}:{declared.lineno} declares {part} {kind} in the class {outer}"
-        binders = [node for node in statements
-                   if part in (statement_binds(node) if isinstance(node, ast.Delete) else _binds(node))]
+        if depth and declared is not None:  # the class statement binds the name outside the class
+            return f"{sf.relpath}:{declared.lineno} declares {part} {type(declared).__name__.lower()}{inside}"
+        binders = [node for node in statements if isinstance(node, ast.ClassDef) and node.name == part
+                   or depth and part in (statement_binds(node) if isinstance(node, ast.Delete) else _binds(node))]
         if not binders:
-            return None  # the class defines no such class: said by the caller
-        if len(binders) == 1 and isinstance(binders[0], ast.ClassDef) and binders[0].name == part:
-            if binders[0] not in scope.body:
-                return f"{sf.relpath}:{binders[0].lineno} defines {part} inside a block of the class {outer}"
-            scope = binders[0]
-            continue
-        lines = ", ".join(str(node.lineno) for node in binders)
-        return (f"{sf.relpath} binds {part} in the class {outer} other than by one class statement "
-                f"(line{'s' if len(binders) > 1 else ''} {lines})")
-    return None
-
-
-def _path_written(sf, dotted: str) -> str | None:
-    """Where a module assigns or deletes an attribute named as a nested part of a dotted name (`Outer.Inner
-    = X`, or through another name of `Outer`: `O.Inner = X`), anywhere in its source, a function's body too;
-    it may rebind the class the name reads. None when nowhere."""
-    import ast
-
-    parts = set(dotted.split(".")[1:])
+            return None  # no such class: said by the caller
+        if len(binders) > 1 or not isinstance(binders[0], ast.ClassDef):
+            lines = ", ".join(str(node.lineno) for node in binders)
+            if not depth:
+                return f"{sf.relpath} defines {part} {len(binders)} times (lines {lines})"
+            return (f"{sf.relpath} binds {part}{inside} other than by one class statement "
+                    f"(line{'s' if len(binders) > 1 else ''} {lines})")
+        if binders[0] not in scope:
+            block = f"a block of the class {outer}" if depth else "a block"
+            return f"{sf.relpath}:{binders[0].lineno} defines {part} inside {block}"
+        scope = binders[0].body
+    nested = set(parts[1:])
     for node in ast.walk(sf.tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in parts:
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and node.attr in nested:
             said = "deletes" if isinstance(node.ctx, ast.Del) else "assigns"
             return f"{sf.relpath}:{node.lineno} {said} {ast.unparse(node)}, which may rebind the class {dotted}"
     return None
@@ -308,6 +301,21 @@ def _exports(module: str, name: str, seen: tuple[str, ...]) -> bool | str:
             if found is not False:
                 return found
     return False
+
+
+def _imports(sf, node, module: str) -> bool:
+    """Whether a statement of a file imports a module (or one below it): `import a.b`, `from a.b import x`,
+    `from .b import x` in package a, `from . import b`."""
+    import ast
+
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names]
+    elif isinstance(node, ast.ImportFrom):
+        base = _from_module(sf, node)
+        names = [base] + [f"{base}.{alias.name}" for alias in node.names] if base is not None else []
+    else:
+        return False
+    return any(name == module or name.startswith(module + ".") for name in names)
 
 
 def _is_submodule(sf, name: str) -> bool:

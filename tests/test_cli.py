@@ -236,6 +236,17 @@ def test_a_name_is_followed_from_its_last_binding_through_star_imports(tmp_path,
         assert getattr(importlib.import_module(f"fixtures.userclass.{module}"), name).__name__ == planned
 
 
+def test_a_class_named_by_transformers_package_is_planned_as_by_its_own_module(tmp_path):
+    """`transformers:LlamaForCausalLM`, bound in transformers' source only under `TYPE_CHECKING`, is the class
+    the imported package holds: its plan is the plan of the class named by the module that defines it."""
+    plans = []
+    for spec in ("transformers:LlamaForCausalLM", "transformers.models.llama:LlamaForCausalLM",
+                 f"{LLAMA_MODULE}:LlamaForCausalLM"):
+        assert main(["plan", spec, "--out", str(tmp_path / spec)]) == 0
+        plans.append((tmp_path / spec / "LlamaForCausalLM.json").read_text())
+    assert plans[0] == plans[1] == plans[2] and '"LlamaDecoderLayer"' in plans[0]
+
+
 @pytest.mark.slow  # a tiny Llama built, planned and verified: `make verify` runs it
 def test_verify_a_users_class_builds_it_from_the_config_given_and_refuses_a_full_size_one(tmp_path, monkeypatch,
                                                                                          capsys):
@@ -309,8 +320,12 @@ def _bad_input_cases(tmp: str) -> list[tuple[list[str], str]]:
         (["emit", "LlamaForCausalLM", "--config", f"{tmp}/gpt2.json"], "model_type 'gpt2' is not LlamaForCausalLM's"),
         (["emit", "LlamaForCausalLM", "--sample", "multimodal"], "takes no image or audio tensor"),
         (["plan", f"{LLAMA_MODULE}:LLAMA", "--out", f"{tmp}/new"], "modeling_llama.py binds no LLAMA at module level"),
-        (["plan", f"{LLAMA_MODULE}:LlamaModel.Inner", "--out", f"{tmp}/new"], "defines no class LlamaModel.Inner"),
-        (["plan", f"{LLAMA_MODULE}:apply_rotary_pos_emb", "--out", f"{tmp}/new"], "is a function"),
+        (["plan", f"{LLAMA_MODULE}:LlamaModel.Inner", "--out", f"{tmp}/new"],
+         f"LlamaModel is the class {LLAMA_MODULE}:LlamaModel (as the imported {LLAMA_MODULE} holds it), which "
+         "defines no class Inner"),
+        (["plan", f"{LLAMA_MODULE}:apply_rotary_pos_emb", "--out", f"{tmp}/new"],
+         f"apply_rotary_pos_emb is the function {LLAMA_MODULE}:apply_rotary_pos_emb (as the imported {LLAMA_MODULE} "
+         "holds it), which staticexec does not follow to a class"),
         (["plan", f"{LLAMA_MODULE}:logger", "--out", f"{tmp}/new"],
          "binds logger by `logger = logging.get_logger(__name__)`, which staticexec does not follow to a class"),
         (["plan", f"{LLAMA_MODULE}:nn", "--out", f"{tmp}/new"], "nn is the module torch.nn"),

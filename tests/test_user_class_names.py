@@ -159,6 +159,9 @@ CASES = {
         {"u.py": "from transformers import LlamaModel, LlamaForCausalLM\nclass Outer:\n    class Inner(LlamaModel):\n"
                  "        pass\nO = Outer\nO.Inner = LlamaForCausalLM\n"},
         "u:Outer.Inner", "u.py:6 assigns O.Inner, which may rebind the class Outer.Inner"),
+    "a name transformers exports lazily, imported by a name of its own": (
+        {"u.py": "from transformers import AutoModelForCausalLM as Model\n"}, "u:Model",
+        "transformers.models.auto.modeling_auto:AutoModelForCausalLM"),
     "a submodule of a star-imported package": (
         {"sub/__init__.py": "from .modeling import Thing\n", "sub/modeling.py": "class Thing:\n    pass\n",
          "u.py": "from transformers import LlamaModel\nclass modeling(LlamaModel):\n    pass\nfrom .sub import *\n"},
@@ -220,3 +223,27 @@ def test_what_a_module_level_statement_binds(source, bound):
     from staticexec.analysis.external import statement_binds
 
     assert statement_binds(ast.parse(source).body[0]) == bound
+
+
+@pytest.mark.parametrize("spec", ["transformers:LlamaForCausalLM", "transformers.models.llama:LlamaModel",
+                                  f"{LLAMA}:LlamaDecoderLayer", "transformers:AutoModelForCausalLM"])
+def test_a_name_of_transformers_packages_is_the_class_the_imported_package_holds(spec):
+    """transformers' `__init__` files bind their names in source only under `TYPE_CHECKING`, and at run time
+    by a lazy module: such a name is the class the imported package holds, read by its class statement."""
+    found = find_user_class(spec).cls
+    module, _, name = spec.partition(":")
+    bound = getattr(importlib.import_module(module), name)
+    assert (found.module, found.name) == (bound.__module__, bound.__qualname__)
+
+
+def test_a_class_transformers_holds_under_a_borrowed_name_is_not_read_by_it(monkeypatch):
+    """A class whose module and qualified name say `modeling_llama:LlamaModel`, which that module does not
+    hold, is not read as that class statement: the package's source is read instead, and refuses."""
+    import transformers
+    from transformers.models.llama import modeling_llama
+
+    borrowed = type("LlamaModel", (modeling_llama.LlamaModel,), {"__module__": LLAMA})
+    monkeypatch.setattr(transformers, "LlamaModel", borrowed)
+    assert getattr(transformers, "LlamaModel") is borrowed and modeling_llama.LlamaModel is not borrowed
+    with pytest.raises(UsageError, match="binds LlamaModel inside a block"):
+        find_user_class("transformers:LlamaModel")

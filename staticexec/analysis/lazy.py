@@ -3,9 +3,11 @@
 transformers' `__init__.py` files bind their names by star imports under `TYPE_CHECKING` and by a
 lazy module at run time. jedi fails inside its star-import filter on them, so `from transformers
 import LlamaForCausalLM` (the way a user's code names the class it derives from) finds nothing.
-Such a name, bound by the file's only import of it, is looked up in the imported package: only
-transformers is imported, and it imports the module of transformers that defines the name. That
-module is then read from source like any other; a user's own code is never imported here.
+Such a name, bound by the file's only import of it, is looked up in the imported package, and so is
+a user's `transformers:Name` (userclass.py): only transformers is imported, and it imports the module
+of transformers that defines the name. That module is then read from source like any other, by the
+class or function statement of the object's qualified name when the module holds the object by it;
+a user's own code is never imported here.
 """
 
 from __future__ import annotations
@@ -33,9 +35,19 @@ def definition(module: str, member: str) -> tuple[str, str, str, str | None] | N
         return obj.__name__, "", "module", getattr(obj, "__file__", None)
     if inspect.isclass(obj) or inspect.isfunction(obj):
         defined, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", "")
-        if defined and is_lazy(defined) and "<locals>" not in qualname:
+        if defined and is_lazy(defined) and "<locals>" not in qualname and _holds(defined, qualname, obj):
             return defined, qualname, "class" if inspect.isclass(obj) else "function", None
     return None
+
+
+def _holds(module: str, qualname: str, obj: Any) -> bool:
+    """Whether a module, imported, holds `obj` by its qualified name: then the statement that name is read
+    by (its class or def) is the object's. One made elsewhere under a borrowed name, or whose name was bound
+    again later, is not."""
+    held = external.held(module, qualname.split(".")[0])
+    for part in qualname.split(".")[1:]:
+        held = getattr(held, part, external.MISSING)
+    return held is obj
 
 
 def definition_object(module: str, member: str) -> Any:

@@ -20,6 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from staticexec.analysis import lazy
 from staticexec.analysis.source import ClassRef
 from staticexec.messages import UsageError
 
@@ -70,8 +71,15 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     from staticexec.analysis.names import shared_names
     from staticexec.analysis.source import load_module, run_in_block
 
-    sf = load_module(ref.module)
     head, _, rest = ref.name.partition(".")
+    names = shared_names()
+    if lazy.is_lazy(ref.module):  # transformers binds its packages' names at run time: as imported (lazy.py)
+        found = names.lazy(ref.module, head)
+        if found is not None:
+            where = f"as the imported {ref.module} holds it"
+            return _found_class(spec, head, rest, found, where,
+                                f"{head} is the {found.kind} {found.module}:{found.qualname} ({where})")
+    sf = load_module(ref.module)
     statements = list(run_in_block(sf.tree.body))
     unbound = _unbinds(sf, head, statements)
     if unbound:
@@ -109,7 +117,6 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         return _bound_class(spec, ClassRef(stars[binding], ref.name), seen)
     if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)) and binding.name == head:
         raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
-    names = shared_names()
     if isinstance(binding, (ast.Import, ast.ImportFrom)):
         alias = [a for a in binding.names if (a.asname or a.name.split(".")[0]) == head][-1]
         column = alias.end_col_offset - 1 if alias.asname or isinstance(binding, ast.ImportFrom) else \
@@ -125,6 +132,15 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         module = _from_module(sf, binding)  # jedi finds no class: the module imported from, read as any
         if module is not None and load_module(module) is not None:
             return _follow(spec, module, alias.name, rest, seen, code)
+    return _found_class(spec, head, rest, found, where, code)
+
+
+def _found_class(spec: str, head: str, rest: str, found, where: str, code: str) -> ClassRef:
+    """The class a binding of `head` leads to (`found`, a names.Definition; `where` and `code` say where and
+    how it binds), with the dotted `rest` below it; UsageError in one line when that is no class, or not the
+    class statement the analysis reads by that name."""
+    from staticexec.analysis.source import load_module
+
     if found is not None and found.kind == "module":
         raise UsageError(f"{spec!r}: {head} is the module {found.module} ({where}), not a class"
                          + ("; name the class by the module that defines it" if rest else ""))

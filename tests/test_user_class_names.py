@@ -160,8 +160,10 @@ CASES = {
                  "        pass\nO = Outer\nO.Inner = LlamaForCausalLM\n"},
         "u:Outer.Inner", "u.py:6 assigns O.Inner, which may rebind the class Outer.Inner"),
     "a name transformers exports lazily, imported by a name of its own": (
+        {"u.py": "from transformers import LlamaModel as Model\n"}, "u:Model", f"{LLAMA}:LlamaModel"),
+    "a name transformers exports lazily, bound again in its module": (
         {"u.py": "from transformers import AutoModelForCausalLM as Model\n"}, "u:Model",
-        "transformers.models.auto.modeling_auto:AutoModelForCausalLM"),
+        "binds AutoModelForCausalLM by `AutoModelForCausalLM = auto_class_update(AutoModelForCausalLM"),
     "a submodule of a star-imported package": (
         {"sub/__init__.py": "from .modeling import Thing\n", "sub/modeling.py": "class Thing:\n    pass\n",
          "u.py": "from transformers import LlamaModel\nclass modeling(LlamaModel):\n    pass\nfrom .sub import *\n"},
@@ -225,15 +227,39 @@ def test_what_a_module_level_statement_binds(source, bound):
     assert statement_binds(ast.parse(source).body[0]) == bound
 
 
-@pytest.mark.parametrize("spec", ["transformers:LlamaForCausalLM", "transformers.models.llama:LlamaModel",
-                                  f"{LLAMA}:LlamaDecoderLayer", "transformers:AutoModelForCausalLM"])
-def test_a_name_of_transformers_packages_is_the_class_the_imported_package_holds(spec):
+@pytest.mark.parametrize("name", ["LlamaForCausalLM", "LlamaModel", "BitImageProcessor"])
+def test_a_name_of_transformers_packages_is_the_class_the_imported_package_holds(name, tmp_path, monkeypatch):
     """transformers' `__init__` files bind their names in source only under `TYPE_CHECKING`, and at run time
-    by a lazy module: such a name is the class the imported package holds, read by its class statement."""
-    found = find_user_class(spec).cls
-    module, _, name = spec.partition(":")
-    bound = getattr(importlib.import_module(module), name)
-    assert (found.module, found.name) == (bound.__module__, bound.__qualname__)
+    by a lazy module (which binds `BitImageProcessor` to a class of another name when torchvision is
+    missing): such a name, named by the package or imported from it, is the class the imported package
+    holds, read by its module's binding of it."""
+    user = f"sx_imports_{name}"  # a module of its own name for each: sources are read once per name
+    (tmp_path / f"{user}.py").write_text(f"from transformers import {name} as Model\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for spec in (f"transformers:{name}", f"transformers.models.{'bit' if 'Bit' in name else 'llama'}:{name}",
+                 f"{user}:Model"):
+        found = find_user_class(spec).cls
+        module, _, bound_name = spec.partition(":")
+        bound = getattr(importlib.import_module(module), bound_name)
+        assert (found.module, found.name) == (bound.__module__, bound.__qualname__), spec
+
+
+@pytest.mark.parametrize("spec, said", [
+    ("transformers:AutoModelForCausalLM", "modeling_auto.py:2361 binds AutoModelForCausalLM by `AutoModelForCausalLM "
+     "= auto_class_update(AutoModelForCausalLM"),
+    ("transformers.models.dpr:DPRReaderOutput", "tokenization_dpr.py:66 binds DPRReaderOutput by `DPRReaderOutput = "
+     "collections.namedtuple("),
+    ("transformers:pipeline", "pipeline is the function transformers.pipelines:pipeline (as the imported transformers "
+     "holds it), which staticexec does not follow to a class"),
+    ("transformers:models", "models is the module transformers.models (as the imported transformers holds it)"),
+])
+def test_a_name_transformers_holds_is_refused_when_its_module_binds_it_to_no_class_statement(spec, said):
+    """The class a package holds is read in its module by that module's last binding of the name: one bound
+    again by a call (`namedtuple`, a class rebuilt) is refused with that binding, as any module's would be."""
+    with pytest.raises(UsageError) as refused:
+        find_user_class(spec)
+    assert said in str(refused.value) and len(str(refused.value).splitlines()) == 1
+
 
 
 def test_a_class_transformers_holds_under_a_borrowed_name_is_not_read_by_it(monkeypatch):
@@ -247,3 +273,16 @@ def test_a_class_transformers_holds_under_a_borrowed_name_is_not_read_by_it(monk
     assert getattr(transformers, "LlamaModel") is borrowed and modeling_llama.LlamaModel is not borrowed
     with pytest.raises(UsageError, match="binds LlamaModel inside a block"):
         find_user_class("transformers:LlamaModel")
+
+
+def test_a_member_a_lazy_module_fails_to_import_is_missing(monkeypatch):
+    """A lazy module raises what importing a member raised (`ModuleNotFoundError` for a missing backend): the
+    member is missing, as one that isn't there, and the module's source is read instead."""
+    import types
+
+    from staticexec.analysis import external
+
+    lazy_module = types.ModuleType("sx_lazy_module_that_raises")
+    lazy_module.__getattr__ = lambda name: (_ for _ in ()).throw(ModuleNotFoundError(f"no backend for {name}"))
+    monkeypatch.setitem(sys.modules, "sx_lazy_module_that_raises", lazy_module)
+    assert external.held("sx_lazy_module_that_raises", "Anything") is external.MISSING

@@ -190,7 +190,10 @@ def held(module: str, member: str | None = None) -> Any:
         owner = importlib.import_module(module)
     except Exception:
         return MISSING
-    obj = owner if member is None else getattr(owner, member, MISSING)
+    try:
+        obj = owner if member is None else getattr(owner, member, MISSING)
+    except Exception:  # a lazy module raises what importing the member raised
+        return MISSING
     if obj is MISSING:  # a submodule not imported yet
         try:
             obj = importlib.import_module(f"{module}.{member}")

@@ -6,8 +6,8 @@ import LlamaForCausalLM` (the way a user's code names the class it derives from)
 Such a name, bound by the file's only import of it, is looked up in the imported package, and so is
 a user's `transformers:Name` (userclass.py): only transformers is imported, and it imports the module
 of transformers that defines the name. That module is then read from source like any other, by the
-class or function statement of the object's qualified name when the module holds the object by it;
-a user's own code is never imported here.
+binding of the object's qualified name, when the module holds the object by it; a user's own code is
+never imported here.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ def definition(module: str, member: str) -> tuple[str, str, str, str | None] | N
 
 
 def _holds(module: str, qualname: str, obj: Any) -> bool:
-    """Whether a module, imported, holds `obj` by its qualified name: then the statement that name is read
-    by (its class or def) is the object's. One made elsewhere under a borrowed name, or whose name was bound
-    again later, is not."""
+    """Whether a module, imported, holds `obj` by its qualified name. One made elsewhere under a borrowed
+    name is not; whether the module's statement of that name made it is for its source to say (the
+    module's last binding of the name, read where it is used)."""
     held = external.held(module, qualname.split(".")[0])
     for part in qualname.split(".")[1:]:
         held = getattr(held, part, external.MISSING)

@@ -73,12 +73,17 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
 
     head, _, rest = ref.name.partition(".")
     names = shared_names()
-    if lazy.is_lazy(ref.module):  # transformers binds its packages' names at run time: as imported (lazy.py)
-        found = names.lazy(ref.module, head)
-        if found is not None:
-            where = f"as the imported {ref.module} holds it"
-            return _found_class(spec, head, rest, found, where,
-                                f"{head} is the {found.kind} {found.module}:{found.qualname} ({where})")
+    # transformers' packages bind their names at run time, by a lazy module, and in source only under
+    # TYPE_CHECKING: the name is looked up in the imported package (lazy.py), and the class it holds is read
+    # in the module that defines it, by the rules here
+    found = names.lazy(ref.module, head) if _lazy_package(ref.module) else None
+    if found is not None:
+        where = f"as the imported {ref.module} holds it"
+        code = f"{head} is the {found.kind} {found.module}:{found.qualname} ({where})"
+        if found.kind == "class" and found.module != ref.module:
+            return _follow(spec, found.module, found.qualname, rest, seen + (ref.module,), code)
+        if found.kind != "class":
+            return _found_class(spec, head, rest, found, where, code)
     sf = load_module(ref.module)
     statements = list(run_in_block(sf.tree.body))
     unbound = _unbinds(sf, head, statements)
@@ -128,10 +133,12 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
     else:
         found = None
     code = f"{where} binds {head} by `{' '.join(ast.unparse(binding).split())[:100]}`"
-    if (found is None or found.kind not in ("class", "module")) and isinstance(binding, ast.ImportFrom):
-        module = _from_module(sf, binding)  # jedi finds no class: the module imported from, read as any
-        if module is not None and load_module(module) is not None:
-            return _follow(spec, module, alias.name, rest, seen, code)
+    module = _from_module(sf, binding) if isinstance(binding, ast.ImportFrom) else None
+    # jedi finds no class, or reads a package that binds its names lazily by its TYPE_CHECKING branch: the
+    # module imported from, read as any
+    if module is not None and (found is None or found.kind not in ("class", "module") or _lazy_package(module)) \
+            and load_module(module) is not None:
+        return _follow(spec, module, alias.name, rest, seen, code)
     return _found_class(spec, head, rest, found, where, code)
 
 
@@ -157,6 +164,14 @@ def _found_class(spec: str, head: str, rest: str, found, where: str, code: str) 
         raise UsageError(f"{spec!r}: {head} is the class {found.module}:{found.qualname} ({where}), and "
                          f"{problem}; {_ONCE}")
     return bound
+
+
+def _lazy_package(module: str) -> bool:
+    """Whether a module is one of transformers' packages (an `__init__.py`), whose names are bound lazily."""
+    from staticexec.analysis.source import module_path
+
+    path = module_path(module) if lazy.is_lazy(module) else None
+    return path is not None and os.path.basename(path) == "__init__.py"
 
 
 def _follow(spec: str, module: str, name: str, rest: str, seen: tuple[str, ...], code: str) -> ClassRef:

@@ -231,13 +231,15 @@ def test_what_a_module_level_statement_binds(source, bound):
 def test_a_name_of_transformers_packages_is_the_class_the_imported_package_holds(name, tmp_path, monkeypatch):
     """transformers' `__init__` files bind their names in source only under `TYPE_CHECKING`, and at run time
     by a lazy module (which binds `BitImageProcessor` to a class of another name when torchvision is
-    missing): such a name, named by the package or imported from it, is the class the imported package
-    holds, read by its module's binding of it."""
-    user = f"sx_imports_{name}"  # a module of its own name for each: sources are read once per name
-    (tmp_path / f"{user}.py").write_text(f"from transformers import {name} as Model\n")
+    missing): such a name, named by the package, imported from it or read as its attribute, is the class the
+    imported package holds, read by its module's binding of it."""
+    users = {f"sx_imports_{name}": f"from transformers import {name} as Model\n",  # a module name of its own
+             f"sx_attribute_{name}": f"import transformers as t\nModel = t.{name}\n"}  # (sources read once a name)
+    for user, text in users.items():
+        (tmp_path / f"{user}.py").write_text(text)
     monkeypatch.syspath_prepend(str(tmp_path))
     for spec in (f"transformers:{name}", f"transformers.models.{'bit' if 'Bit' in name else 'llama'}:{name}",
-                 f"{user}:Model"):
+                 *(f"{user}:Model" for user in users)):
         found = find_user_class(spec).cls
         module, _, bound_name = spec.partition(":")
         bound = getattr(importlib.import_module(module), bound_name)

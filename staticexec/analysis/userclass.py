@@ -122,23 +122,31 @@ def _bound_class(spec: str, ref: ClassRef, seen: tuple[str, ...] = ()) -> ClassR
         return _bound_class(spec, ClassRef(stars[binding], ref.name), seen)
     if isinstance(binding, (ast.FunctionDef, ast.AsyncFunctionDef)) and binding.name == head:
         raise UsageError(f"{spec!r}: {head} is a function ({where}), not a class")
+    code = f"{where} binds {head} by `{' '.join(ast.unparse(binding).split())[:100]}`"
+    taken: tuple[str | None, str] = (None, "")  # the module and name the binding takes (`from m import X`, `m.X`)
     if isinstance(binding, (ast.Import, ast.ImportFrom)):
         alias = [a for a in binding.names if (a.asname or a.name.split(".")[0]) == head][-1]
         column = alias.end_col_offset - 1 if alias.asname or isinstance(binding, ast.ImportFrom) else \
             alias.col_offset + len(head) - 1  # `import a.b` binds `a`: ask for `a`, not `a.b`
-        found = names.goto_global(sf, head, alias.lineno, column)
+        if isinstance(binding, ast.ImportFrom):
+            taken = (_from_module(sf, binding), alias.name)
+        found = None if _lazy_package(taken[0]) else names.goto_global(sf, head, alias.lineno, column)
     elif isinstance(binding, (ast.Assign, ast.AnnAssign)) and isinstance(binding.value, (ast.Name, ast.Attribute)) \
             and head in _plain_targets(binding):
-        found = names.goto_module_scope(sf, binding.value)
+        value = binding.value
+        owner = names.goto_module_scope(sf, value.value) \
+            if isinstance(value, ast.Attribute) and isinstance(value.value, (ast.Name, ast.Attribute)) else None
+        if owner is not None and owner.kind == "module":
+            taken = (owner.module, value.attr)
+        found = None if _lazy_package(taken[0]) else names.goto_module_scope(sf, value)
     else:
         found = None
-    code = f"{where} binds {head} by `{' '.join(ast.unparse(binding).split())[:100]}`"
-    module = _from_module(sf, binding) if isinstance(binding, ast.ImportFrom) else None
-    # jedi finds no class, or reads a package that binds its names lazily by its TYPE_CHECKING branch: the
-    # module imported from, read as any
-    if module is not None and (found is None or found.kind not in ("class", "module") or _lazy_package(module)) \
+    # jedi finds no class, or would read one of transformers' packages by its TYPE_CHECKING branch, which
+    # binds its names lazily: the name taken from a module is read there, as any
+    module, name = taken
+    if module is not None and (found is None or found.kind not in ("class", "module")) \
             and load_module(module) is not None:
-        return _follow(spec, module, alias.name, rest, seen, code)
+        return _follow(spec, module, name, rest, seen, code)
     return _found_class(spec, head, rest, found, where, code)
 
 
@@ -166,11 +174,11 @@ def _found_class(spec: str, head: str, rest: str, found, where: str, code: str) 
     return bound
 
 
-def _lazy_package(module: str) -> bool:
+def _lazy_package(module: str | None) -> bool:
     """Whether a module is one of transformers' packages (an `__init__.py`), whose names are bound lazily."""
     from staticexec.analysis.source import module_path
 
-    path = module_path(module) if lazy.is_lazy(module) else None
+    path = module_path(module) if module is not None and lazy.is_lazy(module) else None
     return path is not None and os.path.basename(path) == "__init__.py"
 
 

@@ -247,10 +247,9 @@ def test_a_name_of_transformers_packages_is_the_class_the_imported_package_holds
 
 
 @pytest.mark.parametrize("spec, said", [
-    ("transformers:AutoModelForCausalLM", "modeling_auto.py:2361 binds AutoModelForCausalLM by `AutoModelForCausalLM "
-     "= auto_class_update(AutoModelForCausalLM"),
-    ("transformers.models.dpr:DPRReaderOutput", "tokenization_dpr.py:66 binds DPRReaderOutput by `DPRReaderOutput = "
-     "collections.namedtuple("),
+    ("transformers:AutoModelForCausalLM", "binds AutoModelForCausalLM by `AutoModelForCausalLM = "
+     "auto_class_update(AutoModelForCausalLM"),  # (lines left out: they differ between releases)
+    ("transformers.models.dpr:DPRReaderOutput", "binds DPRReaderOutput by `DPRReaderOutput = collections.namedtuple("),
     ("transformers:pipeline", "pipeline is the function transformers.pipelines:pipeline (as the imported transformers "
      "holds it), which staticexec does not follow to a class"),
     ("transformers:models", "models is the module transformers.models (as the imported transformers holds it)"),
@@ -266,14 +265,16 @@ def test_a_name_transformers_holds_is_refused_when_its_module_binds_it_to_no_cla
 
 def test_a_class_transformers_holds_under_a_borrowed_name_is_not_read_by_it(monkeypatch):
     """A class whose module and qualified name say `modeling_llama:LlamaModel`, which that module does not
-    hold, is not read as that class statement: the package's source is read instead, and refuses."""
+    hold, is not read as that class statement: the package's source is read instead, and refuses (why
+    depends on the release: its `__init__` binds the name inside a block, or through a star import that
+    staticexec can't read)."""
     import transformers
     from transformers.models.llama import modeling_llama
 
     borrowed = type("LlamaModel", (modeling_llama.LlamaModel,), {"__module__": LLAMA})
     monkeypatch.setattr(transformers, "LlamaModel", borrowed)
     assert getattr(transformers, "LlamaModel") is borrowed and modeling_llama.LlamaModel is not borrowed
-    with pytest.raises(UsageError, match="binds LlamaModel inside a block"):
+    with pytest.raises(UsageError, match=r"^'transformers:LlamaModel': transformers/__init__\.py:\d+ "):
         find_user_class("transformers:LlamaModel")
 
 

@@ -37,9 +37,10 @@ class Message:
 
 
 class DynamicCondition(Message):
-    """A target call behind a condition on tensor values, which calibration batches could decide differently."""
+    """A target call behind a condition that may depend on tensor values (calibration batches could decide it
+    differently): one the analysis can't show to read only config values, constants and which inputs are given."""
     kind = "dynamic-condition"
-    template = "a target call is guarded by a condition on tensor values: {detail}"
+    template = "a target call is guarded by a condition that may depend on tensor values: {detail}"
 
 
 class UndecidedCondition(Message):
@@ -48,10 +49,10 @@ class UndecidedCondition(Message):
     template = "a condition guarding a target call can't be decided before running: {detail}"
 
 
-class DynamicLoop(Message):
-    """A target call inside a loop whose trip count is only known at run time."""
-    kind = "dynamic-loop"
-    template = "a target call is inside a loop whose trip count depends on run-time values: {detail}"
+class UndecidedLoop(Message):
+    """A loop around target calls whose items emission could not compute (the loop is unrolled over them)."""
+    kind = "undecided-loop"
+    template = "the items of a loop around target calls can't be computed before running: {detail}"
 
 
 class UnresolvedCall(Message):

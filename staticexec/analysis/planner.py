@@ -21,7 +21,6 @@ from staticexec.analysis.conditions import ConditionClassifier
 from staticexec.analysis.decorators import class_wrapper_names, decorator_names, unsupported_decorators
 from staticexec.messages import (
     DynamicCondition,
-    DynamicLoop,
     Message,
     NoCallPath,
     Refused,
@@ -182,6 +181,10 @@ class FunctionPlanner:
         opaque = Statement(Kind.OPAQUE, lines, count=1)
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             return opaque
+        if isinstance(stmt, cst.Match):  # its cases are not cut into subgraphs
+            if any(self.reaching_sites(stmt)):
+                self.refuse(UnsupportedStatement, stmt, "a `match` around target calls")
+            return opaque
         header = _header(stmt) if isinstance(stmt, COMPOUND) else [stmt]
         targets: list[CallSite] = []
         ancestors: list[CallSite] = []
@@ -231,7 +234,7 @@ class FunctionPlanner:
                     self.refuse(UnsupportedStatement, body_stmt, "a `return` inside a loop over targets")
                     break
         elif isinstance(stmt, cst.While):
-            self.refuse(DynamicLoop, stmt, f"`while {self.ctx.code(stmt.test)}`")
+            self.refuse(UnsupportedStatement, stmt, f"`while {self.ctx.code(stmt.test)}`: only a `for` loop is unrolled")
         elif isinstance(stmt, cst.Try):
             self.refuse(UnsupportedStatement, stmt, "a `try` around target calls")
         elif isinstance(stmt, cst.With):

@@ -30,7 +30,8 @@ from staticexec.analysis.callgraph import RUNS_FIRST_ARGUMENT, calls_in, node_id
 from staticexec.analysis.scopes import children, walk
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
-from staticexec.messages import DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition, UnresolvedCall, UnsupportedStatement
+from staticexec.messages import (DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition,
+                                 UndecidedLoop, UnresolvedCall, UnsupportedStatement)
 from staticexec.emit.observe import IfLines, SampleRun
 from staticexec.analysis.plan import Control, Decided, Function, Kind, Plan, Statement
 from staticexec.analysis.planner import statement_blocks, exits, expression_guards
@@ -857,11 +858,14 @@ class Emitter:
                     return getattr(super(owner, frame.self_obj), func.attr.value)
         return self._concrete(frame, func, line)
 
-    def _concrete(self, frame: Frame, expr: cst.BaseExpression, line: int) -> Any:
+    def _concrete(self, frame: Frame, expr: cst.BaseExpression, line: int,
+                  refusal: type[Message] = UnresolvedCall) -> Any:
+        """The object an expression gives at emission: a reaching call's callee, or (`refusal` UndecidedLoop) the
+        iterable of a loop around target calls; refused as `refusal` when it can't be computed."""
         try:
             return evaluate(_code(expr), frame.values, frame.module_globals)
         except Undecidable as exc:
-            raise Refused([UndecidedCondition(frame.planned.path, line, f"`{_code(expr).strip()}`: {exc}")]) from exc
+            raise Refused([refusal(frame.planned.path, line, f"`{_code(expr).strip()}`: {exc}")]) from exc
 
     def _expression_guards(self, frame: Frame, stmt: cst.CSTNode, call: cst.Call, line: int) -> tuple[bool, tuple]:
         """Decide the conditional expressions and `and` / `or` operands that guard a reaching call.
@@ -1262,7 +1266,7 @@ class Emitter:
         subgraphs evaluate the iterable again and check that it gives the same items (`expect_loop`):
         its length and order may come from anything (an input, module-level state, a list the
         forward reorders), and only the items themselves say what the loop runs over."""
-        items = list(self._concrete(frame, stmt.iter, line))
+        items = list(self._concrete(frame, stmt.iter, line, UndecidedLoop))
         check = len(self.steps)
         self._add(frame, "", line)  # the check, once it is known how many items the loop took
         taken = 0

@@ -220,7 +220,7 @@ ATTRIBUTES = [
             def __init__(self, config):
                 super().__init__()
                 self.layers = nn.ModuleList(list((Layer(), Other())))
-        """, "layers", {"[?]"}, id="list-of-a-tuple-is-unknown"),
+        """, "layers", {"[Layer, Other]"}, id="list-of-a-tuple"),
     pytest.param("""
         class Model(nn.Module):
             def __init__(self, config):

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 import libcst as cst
 
 from staticexec.analysis import decorators as deco
-from staticexec.analysis.scopes import free_called_names, walk
+from staticexec.analysis.scopes import all_parameters, called_parameters, free_called_names, walk
 from staticexec.analysis.session import current
 from staticexec.analysis.functions import FunctionContext, bind_arguments
 from staticexec.analysis.resolve import Resolver
@@ -255,11 +255,18 @@ class CallGraphBuilder:
                 if self._reaches_target(self.resolver.eval(node.value, ctx, env)):
                     out.append((node, f"`{_short(ctx.code(node))}` reads modules by name, which the analysis can't follow"))
             elif isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                kind = "a lambda" if isinstance(node, cst.Lambda) else f"the nested function {node.name.value}()"
                 for name, use in sorted(free_called_names(node).items()):
                     if self._reaches_target(self.resolver.eval(use, ctx, env)):
-                        kind = "a lambda" if isinstance(node, cst.Lambda) else f"the nested function {node.name.value}()"
                         out.append((node, f"{kind} uses `{name}`, which holds target modules: its calls are not analysed"))
                         break
+                else:  # a default is taken from around the definition (`def run(h, layer=layer)`)
+                    for param in all_parameters(node.params):
+                        if param.default is not None and self._reaches_target(self.resolver.eval(param.default, ctx, env)):
+                            out.append((node, f"{kind} takes `{param.name.value}` by default from "
+                                              f"`{_short(ctx.code(param.default))}`, which holds target modules: its "
+                                              "calls are not analysed"))
+                            break
         return out
 
     def _full_env(self, ctx: FunctionContext, self_class: ClassRef | None, args: dict[str, Value]) -> dict[str, Value]:
@@ -348,7 +355,13 @@ class CallGraphBuilder:
                 if fctx is not None and is_nested_function(fctx.sf, fref.qualname):
                     # a function defined in another's body is not entered by the call graph: the names it takes
                     # from around it are the outer function's locals (a nested def that calls a target-holding
-                    # name is refused where it is defined, _hidden_uses); the resolver reads what it returns
+                    # name is refused where it is defined, _hidden_uses); the resolver reads what it returns.
+                    # Given target modules, one that calls a parameter itself may call them
+                    called = called_parameters(fctx.node) if any(_holds_target(v, self) for v in arg_values) else []
+                    if called:
+                        unresolved.append(f"the nested function {fref.qualname.rpartition('.')[2]}() is given target "
+                                          f"modules and calls its parameter `{called[0]}`: the analysis does not enter "
+                                          "a nested function")
                     continue
                 # a static method looked up on an instance is a plain function: no self, no class;
                 # `Fn.apply`'s forward (bound to the autograd context, Data) does take its context first
@@ -507,3 +520,4 @@ def _rooted_at(node: cst.BaseExpression, name: str | None) -> bool:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
     return name is not None and isinstance(node, cst.Name) and node.value == name
+

@@ -349,6 +349,8 @@ class Resolver(ClassIndex):
                 out.append(atom.elem)
             elif isinstance(atom, Mapping):
                 out.append(DATA)  # iterating a dict gives its keys
+            elif isinstance(atom, Items):  # a tuple display: any of its items (`for stack in (self.a, self.b)`)
+                out.append(join(*atom.items))
             elif isinstance(atom, Instance) and self.is_container(atom.cls):
                 items = self.observed.items(atom.cls) if self.observed is not None else set()
                 out.append(join(*(one(Instance(c)) for c in sorted(items, key=str))) if items

@@ -392,7 +392,8 @@ class CallGraphBuilder:
                 if extra:
                     unresolved.append(f"target modules passed as `{extra[0]}=`, which lands in the callee's **kwargs")
         if args_hold_targets and func_value and all(isinstance(a, (Data, Constant)) for a in func_value):
-            unresolved.append(f"`{ctx.code(call.func)}` is a value the analysis can't see (a parameter or computed)")
+            unresolved.append(f"the analysis knows `{ctx.code(call.func)}` as no module or function it follows, and "
+                              "the call is given target modules")
         receiver_is_self = _rooted_at(call.func, ctx.params[0] if ctx.params and self_class else None)
         if receiver_is_self and func_value and all(isinstance(a, (Data, Constant)) for a in func_value):
             # `self.x(...)` where x resolves to no module or function: emission checks the instance

@@ -46,13 +46,13 @@ class DynamicCondition(Message):
 class UndecidedCondition(Message):
     """A static or input condition guarding a target call that emission could not evaluate."""
     kind = "undecided-condition"
-    template = "a condition guarding a target call can't be decided before running: {detail}"
+    template = "staticexec can't decide a condition guarding a target call when emitting: {detail}"
 
 
 class UndecidedLoop(Message):
     """A loop around target calls whose items emission could not compute (the loop is unrolled over them)."""
     kind = "undecided-loop"
-    template = "the items of a loop around target calls can't be computed before running: {detail}"
+    template = "staticexec can't compute the items of a loop around target calls when emitting: {detail}"
 
 
 class UnresolvedCall(Message):

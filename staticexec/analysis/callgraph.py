@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 import libcst as cst
 
 from staticexec.analysis import decorators as deco
-from staticexec.analysis.scopes import all_parameters, called_parameters, free_called_names, walk
+from staticexec.analysis.scopes import all_parameters, free_called_names, walk
 from staticexec.analysis.session import current
 from staticexec.analysis.functions import FunctionContext, bind_arguments
 from staticexec.analysis.resolve import Resolver
@@ -92,6 +92,7 @@ class CallSite:
     receiver_is_self: bool = False
     hides_target: str = ""  # why this call may run a target where the analysis can't see it
     pruned: tuple[str, ...] = ()  # classes it calls that were not analysed: no target was found below them
+    doubt: str = ""  # why it might reach a target by a path the analysis does not follow (said when none is found)
 
 
 @dataclass
@@ -260,14 +261,21 @@ class CallGraphBuilder:
                     if self._reaches_target(self.resolver.eval(use, ctx, env)):
                         out.append((node, f"{kind} uses `{name}`, which holds target modules: its calls are not analysed"))
                         break
-                else:  # a default is taken from around the definition (`def run(h, layer=layer)`)
-                    for param in all_parameters(node.params):
-                        if param.default is not None and self._reaches_target(self.resolver.eval(param.default, ctx, env)):
-                            out.append((node, f"{kind} takes `{param.name.value}` by default from "
-                                              f"`{_short(ctx.code(param.default))}`, which holds target modules: its "
-                                              "calls are not analysed"))
-                            break
+                else:
+                    default = self._default_reaching_target(node, ctx, env)
+                    if default:
+                        out.append((node, f"{kind} takes {default}, which is or may hold target modules: its calls "
+                                          "are not analysed"))
         return out
+
+    def _default_reaching_target(self, node: cst.FunctionDef | cst.Lambda, ctx: FunctionContext,
+                                 env: dict[str, Value]) -> str:
+        """A parameter of a nested function whose default, taken from around the definition, is or may hold target
+        modules (`def run(h, layer=layer)`), said as "`layer` by default from `layer`"; '' when none is."""
+        for param in all_parameters(node.params):
+            if param.default is not None and self._reaches_target(self.resolver.eval(param.default, ctx, env)):
+                return f"`{param.name.value}` by default from `{_short(ctx.code(param.default))}`"
+        return ""
 
     def _full_env(self, ctx: FunctionContext, self_class: ClassRef | None, args: dict[str, Value]) -> dict[str, Value]:
         env: dict[str, Value] = {}
@@ -313,6 +321,7 @@ class CallGraphBuilder:
         edges: list[tuple[str, dict[str, Value]]] = []
         unresolved = []
         pruned: list[str] = []
+        doubts: list[str] = []
         for atom in sorted(func_value, key=repr):
             if isinstance(atom, Instance):
                 cls = atom.cls
@@ -355,13 +364,8 @@ class CallGraphBuilder:
                 if fctx is not None and is_nested_function(fctx.sf, fref.qualname):
                     # a function defined in another's body is not entered by the call graph: the names it takes
                     # from around it are the outer function's locals (a nested def that calls a target-holding
-                    # name is refused where it is defined, _hidden_uses); the resolver reads what it returns.
-                    # Given target modules, one that calls a parameter itself may call them
-                    called = called_parameters(fctx.node) if any(_holds_target(v, self) for v in arg_values) else []
-                    if called:
-                        unresolved.append(f"the nested function {fref.qualname.rpartition('.')[2]}() is given target "
-                                          f"modules and calls its parameter `{called[0]}`: the analysis does not enter "
-                                          "a nested function")
+                    # name is refused where it is defined, _hidden_uses); the resolver reads what it returns
+                    doubts.append(self._nested_doubt(fref, call, arg_values))
                     continue
                 # a static method looked up on an instance is a plain function: no self, no class;
                 # `Fn.apply`'s forward (bound to the autograd context, Data) does take its context first
@@ -392,8 +396,8 @@ class CallGraphBuilder:
                 if extra:
                     unresolved.append(f"target modules passed as `{extra[0]}=`, which lands in the callee's **kwargs")
         if args_hold_targets and func_value and all(isinstance(a, (Data, Constant)) for a in func_value):
-            unresolved.append(f"the analysis knows `{ctx.code(call.func)}` as no module or function it follows, and "
-                              "the call is given target modules")
+            unresolved.append(f"`{ctx.code(call.func)}` is, to the analysis, a plain value (no module or function it "
+                              "follows), and the call is given target modules")
         receiver_is_self = _rooted_at(call.func, ctx.params[0] if ctx.params and self_class else None)
         if receiver_is_self and func_value and all(isinstance(a, (Data, Constant)) for a in func_value):
             # `self.x(...)` where x resolves to no module or function: emission checks the instance
@@ -413,8 +417,19 @@ class CallGraphBuilder:
             receiver_is_self=receiver_is_self,
             hides_target=hidden,
             pruned=tuple(sorted(set(pruned))),
+            doubt=next((d for d in doubts if d), ""),
         )
         return site, edges
+
+    def _nested_doubt(self, fref: FunctionRef, call: cst.Call, arg_values: list[Value]) -> str:
+        """Why a call of a nested function (which the call graph does not enter) might reach a target: it is given a
+        value that is or may hold target modules; '' when it is given none."""
+        given = [name for name, value in self._bind(fref, call, arg_values, bound=False).items()
+                 if self._reaches_target(value)]
+        if not given:
+            return ""
+        return (f"the nested function {fref.qualname.rpartition('.')[2]}() is given `{given[0]}`, which is or may hold "
+                "target modules, and the analysis does not enter a nested function")
 
     def _hiding_reason(self, call: cst.Call, ctx: FunctionContext, env: dict[str, Value], func_value: Value,
                        arg_values: list[Value]) -> str:
@@ -521,4 +536,3 @@ def _rooted_at(node: cst.BaseExpression, name: str | None) -> bool:
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value
     return name is not None and isinstance(node, cst.Name) and node.value == name
-

@@ -60,8 +60,6 @@ class ConditionClassifier:
             return c if c != "input" else "dynamic"
         if isinstance(node, cst.UnaryOperation):
             return self.classify(node.expression)
-        if isinstance(node, cst.NamedExpr):  # `(layer := self.layers[i]) is not None`: the value it binds
-            return self.classify(node.value)
         if isinstance(node, cst.BooleanOperation):
             left, right = self.classify(node.left), self.classify(node.right)
             if (left == "dynamic") != (right == "dynamic"):

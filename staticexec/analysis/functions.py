@@ -76,7 +76,8 @@ def local_bindings(body: cst.CSTNode) -> Bindings:
     names of their own and are not entered."""
     bindings: Bindings = {}
     for node in walk(body, skip=(cst.FunctionDef, cst.ClassDef),
-                     only=(cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.Call)):
+                     only=(cst.Assign, cst.AnnAssign, cst.AugAssign, cst.NamedExpr, cst.For, cst.WithItem, cst.Call,
+                           cst.MatchAs, cst.MatchStar, cst.MatchMapping)):
         if isinstance(node, cst.Assign):
             for t in node.targets:
                 _bind(bindings, t.target, "expr", node.value)
@@ -90,6 +91,10 @@ def local_bindings(body: cst.CSTNode) -> Bindings:
         elif isinstance(node, cst.WithItem):
             if node.asname is not None:
                 _bind(bindings, node.asname.name, "unknown", None)
+        elif isinstance(node, (cst.MatchAs, cst.MatchStar, cst.MatchMapping)):  # a `case` pattern's capture
+            captured = node.rest if isinstance(node, cst.MatchMapping) else node.name
+            if captured is not None:
+                _bind(bindings, captured, "unknown", None)
         elif isinstance(node, cst.Call):
             # what `x.append(v)`, `x.extend(v)` and `x.insert(i, v)` add to the list `x`
             f = node.func

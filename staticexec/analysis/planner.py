@@ -36,9 +36,8 @@ from staticexec.analysis.scopes import COMPREHENSIONS, children, walk
 from staticexec.analysis.classes import is_framework
 from staticexec.analysis.source import ClassRef, load_module
 
-COMPOUND = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar) if hasattr(cst, "TryStar") else (
-    cst.If, cst.For, cst.While, cst.With, cst.Try,
-)
+TRY = (cst.Try, cst.TryStar) if hasattr(cst, "TryStar") else (cst.Try,)
+COMPOUND = (cst.If, cst.For, cst.While, cst.With, *TRY)
 
 
 def _header(stmt: cst.CSTNode) -> list[cst.CSTNode]:
@@ -68,7 +67,7 @@ def statement_blocks(stmt: cst.CSTNode) -> list[tuple[str, list[cst.CSTNode]]]:
         return [("body", list(stmt.body.body)), ("orelse", orelse)]
     if isinstance(stmt, cst.With):
         return [("body", list(stmt.body.body))]
-    if isinstance(stmt, cst.Try):
+    if isinstance(stmt, TRY):
         blocks = [("body", list(stmt.body.body))]
         for h in stmt.handlers:
             blocks.append(("handler", list(h.body.body)))
@@ -149,12 +148,22 @@ class FunctionPlanner:
             if self.ctx.line(call) != site.line or self.ctx.column(call) != site.column:
                 continue
             for guard, test in guards:
+                if test is not None:
+                    self.refuse_binding_test(test)
                 if test is None and self.branches:
                     continue  # under a condition decided when emitting: refused there if this branch runs
                 if test is None:
                     self.refuse(UnsupportedStatement, call, f"a reaching call inside a {guard}: `{site.code}`")
                 elif self.conditions.classify(test) == "dynamic":
                     self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard})")
+
+    def refuse_binding_test(self, test: cst.BaseExpression) -> None:
+        """A test decided when emitting must not bind a name (`if (layer := self.layers[i]) is not None`):
+        emission decides the test without running it, and would read the name as it was before."""
+        walrus = next(iter(walk(test, only=(cst.NamedExpr,))), None)
+        if walrus is not None:
+            self.refuse(UnsupportedStatement, test, f"`{self.ctx.code(walrus)}` binds a name in a test that "
+                        "decides whether target calls run")
 
     def block(self, stmts: list[cst.CSTNode], in_loop: bool = False) -> tuple[Statement, ...]:
         """Plan a block; an opaque statement that may exit before later reaching code is made control or refused."""
@@ -182,7 +191,8 @@ class FunctionPlanner:
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             return opaque
         if isinstance(stmt, cst.Match):  # its cases are not cut into subgraphs
-            if any(self.reaching_sites(stmt)):
+            targets, ancestors = self.reaching_sites(stmt)
+            if targets or ancestors:
                 self.refuse(UnsupportedStatement, stmt, "a `match` around target calls")
             return opaque
         header = _header(stmt) if isinstance(stmt, COMPOUND) else [stmt]
@@ -218,9 +228,10 @@ class FunctionPlanner:
         inner = any(e.reaching for b in blocks.values() for e in b)
         if not inner and not early_exit:
             return opaque
-        fields: dict = {"statement": Control(type(stmt).__name__.lower())}
+        fields: dict = {"statement": Control.TRY if isinstance(stmt, TRY) else Control(type(stmt).__name__.lower())}
         if isinstance(stmt, cst.If):
             fields["condition"] = Condition(" ".join(self.ctx.code(stmt.test).split()), Decided(cls))
+            self.refuse_binding_test(stmt.test)
             if cls == "dynamic" and not self.guards and self.a.node == self.root:
                 # elsewhere (a function reached through a branch decided per input) the refusal waits
                 # for emission, which refuses only if it reaches the condition and can't decide it
@@ -235,7 +246,7 @@ class FunctionPlanner:
                     break
         elif isinstance(stmt, cst.While):
             self.refuse(UnsupportedStatement, stmt, f"`while {self.ctx.code(stmt.test)}`: only a `for` loop is unrolled")
-        elif isinstance(stmt, cst.Try):
+        elif isinstance(stmt, TRY):
             self.refuse(UnsupportedStatement, stmt, "a `try` around target calls")
         elif isinstance(stmt, cst.With):
             fields["items"] = tuple(self.ctx.code(item) for item in stmt.items)
@@ -453,10 +464,10 @@ def _path_doubts(graph: CallGraph, resolver: Resolver, root: ClassRef, targets: 
         if is_framework(analysis.ref.module):
             continue  # transformers' utilities construct no modules and call only what they are given
         for site in analysis.calls.values():
-            if site.unresolved:
+            if site.unresolved or site.doubt:
                 out.append(UnresolvedCall(analysis.ctx.sf.relpath, site.line,
-                                          f"`{site.code}`: {site.unresolved}; no call the analysis followed reaches a "
-                                          "target, so this one might"))
+                                          f"`{site.code}`: {site.unresolved or site.doubt}; no call the analysis "
+                                          "followed reaches a target, so this one might"))
             for name in site.pruned:
                 why = resolver.unknowns_below(ClassRef.parse(name))
                 if why:

@@ -76,21 +76,8 @@ def free_called_names(scope: cst.FunctionDef | cst.Lambda) -> dict[str, cst.Name
     Each name maps to its first use, a node of the enclosing function that the resolver can evaluate.
     """
     params = {p.name.value for p in all_parameters(scope.params)}
-    return {name: use for name, use in _called_names(scope.body).items() if name not in params}
-
-
-def called_parameters(scope: cst.FunctionDef | cst.Lambda) -> list[str]:
-    """The parameters a nested function or lambda calls through or iterates over in its own body (not in a
-    function nested in it), in the order of their first use."""
-    params = {p.name.value for p in all_parameters(scope.params)}
-    return [name for name in _called_names(scope.body, skip=(cst.FunctionDef, cst.Lambda)) if name in params]
-
-
-def _called_names(body: cst.CSTNode, skip: tuple = ()) -> dict[str, cst.Name]:
-    """The names a body calls through or iterates over (`f(...)`, `f.g[0](...)`, `for x in f.items`), each
-    with its first use."""
     used: dict[str, cst.Name] = {}
-    for node in walk(body, skip=skip, only=(cst.Call, cst.For, cst.CompFor)):
+    for node in walk(scope.body, only=(cst.Call, cst.For, cst.CompFor)):
         root = None
         if isinstance(node, cst.Call):
             root = node.func
@@ -98,7 +85,7 @@ def _called_names(body: cst.CSTNode, skip: tuple = ()) -> dict[str, cst.Name]:
             root = node.iter
         while isinstance(root, (cst.Attribute, cst.Subscript, cst.Call)):
             root = root.func if isinstance(root, cst.Call) else root.value
-        if isinstance(root, cst.Name):
+        if isinstance(root, cst.Name) and root.value not in params:
             used.setdefault(root.value, root)
     return used
 

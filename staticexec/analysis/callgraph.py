@@ -365,7 +365,7 @@ class CallGraphBuilder:
                     # a function defined in another's body is not entered by the call graph: the names it takes
                     # from around it are the outer function's locals (a nested def that calls a target-holding
                     # name is refused where it is defined, _hidden_uses); the resolver reads what it returns
-                    doubts.append(self._nested_doubt(fref, call, arg_values))
+                    doubts.append(self._nested_doubt(fref, ctx, call, arg_values))
                     continue
                 # a static method looked up on an instance is a plain function: no self, no class;
                 # `Fn.apply`'s forward (bound to the autograd context, Data) does take its context first
@@ -421,15 +421,15 @@ class CallGraphBuilder:
         )
         return site, edges
 
-    def _nested_doubt(self, fref: FunctionRef, call: cst.Call, arg_values: list[Value]) -> str:
+    def _nested_doubt(self, fref: FunctionRef, ctx: FunctionContext, call: cst.Call, arg_values: list[Value]) -> str:
         """Why a call of a nested function (which the call graph does not enter) might reach a target: it is given a
-        value that is or may hold target modules; '' when it is given none."""
-        given = [name for name, value in self._bind(fref, call, arg_values, bound=False).items()
-                 if self._reaches_target(value)]
-        if not given:
+        value that is or may hold target modules (`*layers` too); '' when it is given none."""
+        given = next((arg for arg, value in zip(call.args, arg_values) if self._reaches_target(value)), None)
+        if given is None:
             return ""
-        return (f"the nested function {fref.qualname.rpartition('.')[2]}() is given `{given[0]}`, which is or may hold "
-                "target modules, and the analysis does not enter a nested function")
+        return (f"the nested function {fref.qualname.rpartition('.')[2]}() is given "
+                f"`{given.star}{_short(ctx.code(given.value))}`, which is or may hold target modules, and the analysis "
+                "does not enter a nested function")
 
     def _hiding_reason(self, call: cst.Call, ctx: FunctionContext, env: dict[str, Value], func_value: Value,
                        arg_values: list[Value]) -> str:

@@ -60,6 +60,8 @@ class ConditionClassifier:
             return c if c != "input" else "dynamic"
         if isinstance(node, cst.UnaryOperation):
             return self.classify(node.expression)
+        if isinstance(node, cst.NamedExpr):  # the value it binds (a binding in reaching code is refused: planner.py)
+            return self.classify(node.value)
         if isinstance(node, cst.BooleanOperation):
             left, right = self.classify(node.left), self.classify(node.right)
             if (left == "dynamic") != (right == "dynamic"):

@@ -149,7 +149,7 @@ class FunctionPlanner:
                 continue
             for guard, test in guards:
                 if test is not None:
-                    self.refuse_binding_test(test)
+                    self.refuse_binding_header(test, "a test that decides whether target calls run")
                 if test is None and self.branches:
                     continue  # under a condition decided when emitting: refused there if this branch runs
                 if test is None:
@@ -157,13 +157,13 @@ class FunctionPlanner:
                 elif self.conditions.classify(test) == "dynamic":
                     self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard})")
 
-    def refuse_binding_test(self, test: cst.BaseExpression) -> None:
-        """A test decided when emitting must not bind a name (`if (layer := self.layers[i]) is not None`):
-        emission decides the test without running it, and would read the name as it was before."""
-        walrus = next(iter(walk(test, only=(cst.NamedExpr,))), None)
+    def refuse_binding_header(self, expr: cst.BaseExpression, where: str) -> None:
+        """What emission decides or re-enters around target calls must not bind a name (`if (layer :=
+        self.layers[i]) is not None`, `with (ctx := ...)`): emission does not run it there, and would read the
+        name as it was before."""
+        walrus = next(iter(walk(expr, only=(cst.NamedExpr,))), None)
         if walrus is not None:
-            self.refuse(UnsupportedStatement, test, f"`{self.ctx.code(walrus)}` binds a name in a test that "
-                        "decides whether target calls run")
+            self.refuse(UnsupportedStatement, expr, f"`{self.ctx.code(walrus)}` binds a name in {where}")
 
     def block(self, stmts: list[cst.CSTNode], in_loop: bool = False) -> tuple[Statement, ...]:
         """Plan a block; an opaque statement that may exit before later reaching code is made control or refused."""
@@ -231,13 +231,14 @@ class FunctionPlanner:
         fields: dict = {"statement": Control.TRY if isinstance(stmt, TRY) else Control(type(stmt).__name__.lower())}
         if isinstance(stmt, cst.If):
             fields["condition"] = Condition(" ".join(self.ctx.code(stmt.test).split()), Decided(cls))
-            self.refuse_binding_test(stmt.test)
+            self.refuse_binding_header(stmt.test, "a test that decides whether target calls run")
             if cls == "dynamic" and not self.guards and self.a.node == self.root:
                 # elsewhere (a function reached through a branch decided per input) the refusal waits
                 # for emission, which refuses only if it reaches the condition and can't decide it
                 self.refuse(DynamicCondition, stmt, f"`{self.ctx.code(stmt.test)}`")
         elif isinstance(stmt, cst.For):
             fields["iter"] = Condition(self.ctx.code(stmt.iter), Decided(self.conditions.iterable(stmt.iter)))
+            self.refuse_binding_header(stmt.iter, "the iterable of a loop around target calls")
             if stmt.orelse is not None:
                 self.refuse(UnsupportedStatement, stmt, "a `for ... else` around target calls")
             for body_stmt in stmt.body.body:
@@ -251,6 +252,7 @@ class FunctionPlanner:
         elif isinstance(stmt, cst.With):
             fields["items"] = tuple(self.ctx.code(item) for item in stmt.items)
             for item in stmt.items:
+                self.refuse_binding_header(item.item, "a `with` item around target calls")
                 if not self.reenterable(item.item):
                     self.refuse(UnsupportedStatement, stmt, f"`with {self.ctx.code(item.item)}` around target calls is re-entered by every subgraph, and it is not known to be safe to re-enter")
         return Statement(Kind.CONTROL, lines, blocks=tuple((k, v) for k, v in blocks.items() if v or k == "body"), **fields)
@@ -262,6 +264,8 @@ class FunctionPlanner:
             return _dotted(node.func).rpartition(".")[2] in REENTERABLE_CONTEXTS
         if isinstance(node, cst.IfExp):
             return self.reenterable(node.body, depth) and self.reenterable(node.orelse, depth)
+        if isinstance(node, cst.NamedExpr):  # (the binding is refused on its own)
+            return self.reenterable(node.value, depth)
         if isinstance(node, cst.Name) and depth < 3:
             bound = self.ctx.locals.get(node.value) or []
             return bool(bound) and all(kind == "expr" and self.reenterable(value, depth + 1) for kind, value, _ in bound)
@@ -526,6 +530,11 @@ def build_plan(
         for name in _user_decorators(ctx, decorators):
             refusals.append(UnsupportedDecorator(ctx.sf.relpath, ctx.line(ctx.node),
                                                  f"@{name} on {analysis.ref.qualname} is not transformers' {name.partition('(')[0]}, only named like it"))
+        for declared in walk(ctx.node.body, only=(cst.Nonlocal,)):  # in a function nested in it
+            names = ", ".join(f"`{item.name.value}`" for item in declared.names)
+            refusals.append(UnsupportedStatement(ctx.sf.relpath, ctx.line(declared), (
+                f"a nested function declares {names} nonlocal: calling it rebinds a local of {analysis.ref.qualname}, "
+                "which emission does not follow")))
         if _is_generator(ctx.node):
             refusals.append(UnsupportedStatement(ctx.sf.relpath, ctx.line(ctx.node),
                                                  f"{analysis.ref.qualname} is a generator (`yield`): its target calls run when it is iterated"))

@@ -140,21 +140,18 @@ def _names(code: str) -> _Names:
                 definite |= _target_names(t)
         elif isinstance(top, (ast.AnnAssign, ast.AugAssign)) and getattr(top, "value", None) is not None:
             definite |= _target_names(top.target)
-        elif isinstance(top, (ast.FunctionDef, ast.ClassDef)):
+        elif isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             definite.add(top.name)
+        elif isinstance(top, (ast.Import, ast.ImportFrom)):
+            definite |= {name for alias in top.names for name in _binds(alias)}
     order: list[tuple[int, int, str]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
             order.append((node.lineno, node.col_offset, node.target.id))  # `x += 1` reads x first
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
-                order.append((node.lineno, node.col_offset, node.id))
-            else:
-                stores.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            stores.add(node.name)
-        elif isinstance(node, ast.arg):
-            stores.add(node.arg)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            order.append((node.lineno, node.col_offset, node.id))
+        else:
+            stores.update(_binds(node))
     _drop_inner_scopes(tree, order)
     stores -= _inner_stores(tree)
     loads = [n for _, _, n in sorted(order)]
@@ -176,6 +173,24 @@ def _spread_only(code: str) -> frozenset[str]:
     return frozenset(name for name, only in seen.items() if only)
 
 
+def _binds(node: ast.AST) -> list[str]:
+    """The names one node binds in the scope it stands in: a name stored or deleted, a parameter, an import's
+    alias (`import a.b` binds `a`), an `except ... as` name, a `case` capture, a def's or class's own name."""
+    if isinstance(node, ast.Name):
+        return [] if isinstance(node.ctx, ast.Load) else [node.id]
+    if isinstance(node, ast.arg):
+        return [node.arg]
+    if isinstance(node, ast.alias):
+        return [] if node.name == "*" else [node.asname or node.name.split(".")[0]]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return [node.name] if node.name else []
+    if isinstance(node, ast.MatchMapping):
+        return [node.rest] if node.rest else []
+    return []
+
+
 def _inner_stores(tree: ast.AST) -> set[str]:
     """Names bound only inside comprehensions, lambdas and local functions: not the frame's."""
     inner: set[str] = set()
@@ -185,10 +200,7 @@ def _inner_stores(tree: ast.AST) -> set[str]:
         for child in ast.iter_child_nodes(node):
             scope = nested or isinstance(child, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp,
                                                  ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            if isinstance(child, ast.Name) and not isinstance(child.ctx, ast.Load):
-                (inner if nested else outer).add(child.id)
-            elif isinstance(child, ast.arg):
-                (inner if nested else outer).add(child.arg)
+            (inner if nested else outer).update(_binds(child))  # a def binds its own name where it stands
             visit(child, scope)
 
     visit(tree, False)

@@ -27,7 +27,7 @@ import libcst as cst
 from staticexec.analysis import decorators as deco
 from staticexec.emit import runtime, state
 from staticexec.analysis.callgraph import RUNS_FIRST_ARGUMENT, calls_in, node_id
-from staticexec.analysis.scopes import children, walk
+from staticexec.analysis.scopes import bound_names, children, walk
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
 from staticexec.messages import (DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition,
@@ -197,11 +197,39 @@ def _mutated(stmt: cst.CSTNode) -> set[str]:
 
 
 def stored_names(stmt: cst.CSTNode) -> tuple[str, ...]:
-    """Names a statement assigns or changes in place: afterwards their emit-time value is unknown."""
+    """Names a statement binds, deletes or changes in place: afterwards their emit-time value is unknown."""
     names = _facts("stored").get(stmt)
     if names is None:
-        names = _facts("stored")[stmt] = tuple(sorted(set(local_bindings(stmt)) | _mutated(stmt)))
+        names = _facts("stored")[stmt] = tuple(sorted(set(local_bindings(stmt)) | _declared_names(stmt)[0]
+                                                      | _mutated(stmt)))
     return names
+
+
+def _declared_names(node: cst.CSTNode) -> tuple[set[str], set[str]]:
+    """The names a statement or body binds other than by an assignment (`local_bindings`): a nested def's or
+    class's name, an import's, an `except ... as` name, a `del`; and the names it declares `global`."""
+    names: set[str] = set()
+    declared: set[str] = set()
+    stack: list[cst.CSTNode] = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):  # a nested definition binds its name
+            names.add(node.name.value)
+            continue
+        if isinstance(node, cst.ImportAlias):  # `import a.b` binds `a`
+            target = node.asname.name if node.asname else node.name
+            while isinstance(target, cst.Attribute):
+                target = target.value
+            if isinstance(target, cst.Name):
+                names.add(target.value)
+        elif isinstance(node, cst.ExceptHandler) and node.name is not None and isinstance(node.name.name, cst.Name):
+            names.add(node.name.name.value)
+        elif isinstance(node, cst.Del):
+            names |= set(bound_names(node.target))
+        elif isinstance(node, cst.Global):
+            declared |= {item.name.value for item in node.names}
+        stack.extend(children(node))
+    return names, declared
 
 
 def cached_calls(stmt: cst.CSTNode) -> list:
@@ -256,23 +284,8 @@ def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
     bindings list it, for what `x` holds); a name declared `global` stays the module's."""
     names = {name for name, ways in local_bindings(fn.body).items()
              if any(kind not in ("append", "extend") for kind, _, _ in ways)} | set(param_names(fn))
-    declared: set[str] = set()
-    stack: list[cst.CSTNode] = [fn.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):  # a nested definition binds its name
-            names.add(node.name.value)
-            continue
-        if isinstance(node, cst.ImportAlias):
-            target = node.asname.name if node.asname else node.name
-            if isinstance(target, cst.Name):
-                names.add(target.value)
-        elif isinstance(node, cst.ExceptHandler) and node.name is not None and isinstance(node.name.name, cst.Name):
-            names.add(node.name.name.value)
-        elif isinstance(node, cst.Global):
-            declared |= {item.name.value for item in node.names}
-        stack.extend(children(node))
-    return names - declared
+    other, declared = _declared_names(fn.body)
+    return (names | other) - declared
 
 
 def _loaded_names(code: str) -> set[str]:

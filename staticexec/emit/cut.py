@@ -27,6 +27,10 @@ from staticexec.emit.run import Subgraph
 from staticexec.messages import Refused
 
 
+RUNTIME = "_sx"
+"""The name under which the subgraphs' code reaches runtime.py."""
+
+
 @dataclass(frozen=True)
 class Step:
     """One emitted statement (or a few), where it comes from, and its context."""
@@ -253,6 +257,29 @@ def _carry_aliases(pieces: list[Piece], together: dict[str, set[str]], before: d
                         piece.definite_outputs.add(other)
 
 
+def _check_module_names(pieces: list[Piece]) -> None:
+    """A name a piece's code binds to a module is not passed on: the pieces after it that read it bind it again
+    from the path emission found (their prelude). Each piece checks, where it ends, that such a name holds the
+    module at that path (`runtime.expect_module`): a binding emission decided from the sample (`layer =
+    self.layers[i]`, `norm = self.norm_b if strong else self.norm`, an opaque `if` it took one way) may give
+    another module for other inputs. Emission's own bindings from the path (`layer = <path>`) need no check."""
+    expected: dict[str, str] = {}  # name -> the path the next piece that reads it binds it from
+    for piece in reversed(pieces):
+        origin: dict[str, str] = {}
+        surely: set[str] = set()
+        for step in piece.steps:
+            names = _names(step.code)
+            for name in names.definite | names.maybe:
+                if step.code.rstrip("\n") != f"{name} = {step.modules.get(name)}":
+                    origin[name] = step.origin
+            surely |= names.definite
+        piece.module_checks = [(name, expected[name], origin[name], name in surely or name in piece.prelude)
+                               for name in sorted(origin) if name in expected]
+        for name in surely:  # what it held before this piece does not reach the pieces after it
+            expected.pop(name, None)
+        expected.update(piece.prelude)
+
+
 def _read_after(pieces: list[Piece]) -> list[set[str]]:
     """For each piece, the names the pieces after it read (their inputs)."""
     out: list[set[str]] = [set() for _ in pieces]
@@ -368,6 +395,7 @@ class Piece:
     spread_inputs: set[str] = field(default_factory=set)  # inputs its code reads only as `**name`
     carried: set[str] = field(default_factory=set)  # inputs its code never reads, taken for an alias (_carry_aliases)
     stored: set[str] = field(default_factory=set)  # names its code binds, surely or on some paths
+    module_checks: list[tuple[str, str, str, bool]] = field(default_factory=list)  # (name, path, origin, surely bound)
 
 
 def cut(steps: list[Step], targets_per_subgraph: int = 1) -> list[Piece]:
@@ -471,6 +499,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                                       for step in piece.steps)
                                and not any(n in _names(s).loads for step in piece.steps for s in step.scopes)}
     _carry_aliases(pieces, _alias_groups(steps), before)
+    _check_module_names(pieces)
     # keep only outputs a later piece reads (and the final output)
     read_after = _read_after(pieces)
     for i, piece in enumerate(pieces):
@@ -540,6 +569,12 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
         for code_line in step.code.rstrip("\n").split("\n"):
             origins.append((len(lines) + 1, step.origin))
             lines.append(f"{indent}{code_line}" if code_line.strip() else "")
+    for name, path, origin, surely in piece.module_checks:
+        check = f"{RUNTIME}.expect_module({name}, {path}, {origin!r}, {name!r}, {path!r})"
+        if surely:
+            lines.append(f"    {check}")
+        else:  # bound on some paths only: where it is not, it still holds what it held before this piece
+            lines += [f"    if {name!r} in locals():", f"        {check}"]
     # inputs it never rebinds are given back by Subgraph.forward, only where a run copied them
     returned = [n for n in piece.outputs if n not in piece.passed_through]
     sure = [n for n in returned if n in piece.definite_outputs]

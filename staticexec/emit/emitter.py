@@ -39,14 +39,13 @@ from staticexec.analysis.functions import local_bindings, param_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.classwrap import class_wrappers, decorator_object
-from staticexec.emit.cut import Step, build_subgraphs
+from staticexec.emit.cut import RUNTIME, Step, build_subgraphs
 from staticexec.emit.imported import running_code_refusal
 from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
 from staticexec.emit.comprehension import CannotUnroll, comprehension_iterables, unroll
 from staticexec.emit.linearize import CannotLinearize
 from staticexec.emit.run import arm_target_check
 
-RUNTIME = "_sx"
 # tensor methods whose result is a tensor, never None
 TENSOR_RESULTS = {"reshape", "view", "transpose", "permute", "contiguous", "flatten", "unsqueeze", "squeeze", "expand",
                   "to"}
@@ -1122,6 +1121,7 @@ class Emitter:
                 return
             held = f"{type(self_obj).__name__} holds targets, and " if self_obj is not None else ""
             raise Refused([InstanceMismatch(frame.planned.path, line, f"{held}the plan has no analysis of {nid}")])
+        self._check_callee(frame, call, callee, self_obj, line)
         result = f"ret__{self.frames}"
         inner = self._frame(nid, planned, self_obj, rename=True, result=result)
         inner.scopes = frame.scopes
@@ -1146,6 +1146,23 @@ class Emitter:
             self._add(frame, f"{result} = {RUNTIME}.hooks_exit({self_var}, {held}, {result}, {where!r})\n", line)
         self._add(frame, self._returning(frame, stmt, (call, result), choose), line)
         self._forget_stores(frame, stmt)
+
+    def _check_callee(self, frame: Frame, call: cst.Call, callee: Any, self_obj: Any, line: int) -> None:
+        """An inlined module call never evaluates its callee: the callee's frame binds `self` from the module's path.
+        Where the callee is written other than as that path (`self.blocks[i](h)`, `self.blocks[i].run(h)`), the
+        subgraph evaluates it where the call stood, once, as Python would, and checks it is that module. A callee
+        with a call or a condition in it is left to the checks of those (a `super()` call, `a if c else b`)."""
+        if self_obj is None:
+            return
+        written = call.func if callee is self_obj else call.func.value if isinstance(call.func, cst.Attribute) else None
+        if written is None or any(True for _ in walk(written, only=(cst.Call, cst.IfExp, cst.BooleanOperation))):
+            return
+        code = _code(written.visit(_Rewrite(frame.rename))).strip()
+        path = self._path_expr(self_obj)
+        if code != path:
+            shown = " ".join(_code(written).split())
+            self._add(frame, f"{RUNTIME}.expect_module({code}, {path}, {self._origin(frame, line)!r}, {shown!r}, "
+                             f"{path!r})\n", line)
 
     def _call_kwargs(self, frame: Frame, inner: Frame, call: cst.Call, bound: bool, line: int):
         params = inner.fn.params

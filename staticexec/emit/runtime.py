@@ -376,6 +376,19 @@ def expect_branch(taken: bool, expected: bool, where: str, test: str) -> None:
         )
 
 
+class ModuleMismatch(RuntimeError):
+    """A name that holds a module holds another one than the subgraphs were emitted for."""
+
+
+def expect_module(value: Any, expected: Any, where: str, name: str, path: str) -> None:
+    """Run-time check of a module emission took a name (or a call's callee) to be: the subgraphs after the one
+    that binds the name take it from its path, and an inlined call runs the forward of the module at its path
+    (`layer = self.layers[i]`, `self.blocks[i](h)`, `norm = self.norm_b if strong else self.norm`)."""
+    if value is not expected and CHECKS.get():
+        raise ModuleMismatch(f"{where}: `{name}` holds another {type(value).__name__} here than `{path}`, the module "
+                             "the subgraphs were emitted for")
+
+
 class ModuleRecorder:
     """A global module forward pre-hook, on while a subgraph runs for the first time: every module entered,
     in order, so that `Subgraph.submodules` lists the modules its opaque code and helpers call too."""

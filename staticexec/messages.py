@@ -104,6 +104,19 @@ class ShadowedName(Message):
     template = "inlining would let a root-forward name hide a module-level one: {detail}"
 
 
+class ClosureAcrossCut(Message):
+    """A lambda or local function made in one subgraph that reads a local the forward binds again in a later one."""
+    kind = "closure-across-cut"
+    template = "a function the forward makes reads a name it binds again after a target call: {detail}"
+
+
+class ReservedName(Message):
+    """A name of a function emission writes out that has the form of the names emitted code gives its own
+    values and renamed locals (emit/reserved.py)."""
+    kind = "reserved-name"
+    template = "a name of the source has the form of a name staticexec's emitted code uses: {detail}"
+
+
 class InstanceHook(Message):
     """A hook on the model instance (or a global module hook) that the inlined forwards would not run."""
     kind = "instance-hook"

@@ -30,7 +30,7 @@ from staticexec.analysis.callgraph import RUNS_FIRST_ARGUMENT, calls_in, node_id
 from staticexec.analysis.scopes import bound_names, children, walk
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
-from staticexec.messages import (DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition,
+from staticexec.messages import (DecoratorMismatch, ReservedName, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition,
                                  UndecidedLoop, UnresolvedCall, UnsupportedStatement)
 from staticexec.emit.observe import IfLines, SampleRun
 from staticexec.analysis.plan import Control, Decided, Function, Kind, Plan, Statement
@@ -40,7 +40,8 @@ from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.classwrap import class_wrappers, decorator_object
 from staticexec.emit.cut import RUNTIME, Step, build_subgraphs
-from staticexec.emit.imported import running_code_refusal
+from staticexec.emit.reserved import FIXED as FIXED_NAMES, NO_GRAD, OUTPUT, reserved
+from staticexec.emit.imported import own_call_refusal, running_code_refusal
 from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
 from staticexec.emit.comprehension import CannotUnroll, comprehension_iterables, unroll
 from staticexec.emit.linearize import CannotLinearize
@@ -49,7 +50,6 @@ from staticexec.emit.run import arm_target_check
 # tensor methods whose result is a tensor, never None
 TENSOR_RESULTS = {"reshape", "view", "transpose", "permute", "contiguous", "flatten", "unsqueeze", "squeeze", "expand",
                   "to"}
-OUTPUT = "forward_output"
 
 
 class _LoopExit(Exception):
@@ -260,31 +260,58 @@ def _rebound_globals(tree: ast.Module) -> frozenset[str]:
     return names
 
 
+def _name_nodes(*roots: cst.CSTNode) -> list[cst.Name]:
+    """The names written in code (attribute and keyword names aside), in no particular order."""
+    out: list[cst.Name] = []
+    stack: list[cst.CSTNode] = list(roots)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Name):
+            out.append(node)
+        elif isinstance(node, (cst.Attribute, cst.Arg)):  # not the attribute's or the keyword's name
+            stack.append(node.value)
+            continue
+        stack.extend(children(node))
+    return out
+
+
 def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
     """Every name a function reads (attribute and keyword names aside)."""
     names = _facts("loaded").get(fn)
     if names is None:
-        loaded: set[str] = set()
-        stack: list[cst.CSTNode] = [fn.params, fn.body]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, cst.Name):
-                loaded.add(node.value)
-            elif isinstance(node, (cst.Attribute, cst.Arg)):  # not the attribute's or the keyword's name
-                stack.append(node.value)
-                continue
-            stack.extend(children(node))
-        names = _facts("loaded")[fn] = frozenset(loaded)
+        names = _facts("loaded")[fn] = frozenset(node.value for node in _name_nodes(fn.params, fn.body))
     return names
 
 
 def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
-    """The function's local names. `x.append(v)` adds to `x` without binding it (the resolver's
-    bindings list it, for what `x` holds); a name declared `global` stays the module's."""
-    names = {name for name, ways in local_bindings(fn.body).items()
-             if any(kind not in ("append", "extend") for kind, _, _ in ways)} | set(param_names(fn))
-    other, declared = _declared_names(fn.body)
-    return (names | other) - declared
+    """The function's local names; a name declared `global` stays the module's."""
+    return (_rebound_in(fn.body) | set(param_names(fn))) - _declared_names(fn.body)[1]
+
+
+def _lookups_written(stmt: cst.With) -> list[str]:
+    """The attributes and items a `with` statement's items read (`self.use_amp`, `flags["amp"]`) that an
+    assignment or a `del` in its body writes, or writes below or above (`self.cfg` for `self.cfg.amp`)."""
+    read = {" ".join(_code(node).split()) for item in stmt.items
+            for node in walk(item.item, only=(cst.Attribute, cst.Subscript))}
+    written = set()
+    for node in walk(stmt.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda),
+                     only=(cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+        targets = [node.target]
+        while targets:
+            target = targets.pop()
+            if isinstance(target, (cst.Tuple, cst.List)):
+                targets += [element.value for element in target.elements]
+            elif isinstance(target, (cst.Attribute, cst.Subscript)):
+                written.add(" ".join(_code(target).split()))
+    return sorted(r for r in read for w in written
+                  if r == w or r.startswith((w + ".", w + "[")) or w.startswith((r + ".", r + "[")))
+
+
+def _rebound_in(body: cst.CSTNode) -> set[str]:
+    """The names code binds, in any way. `x.append(v)` adds to `x` without binding it (the resolver's
+    bindings list it, for what `x` holds)."""
+    names = {name for name, ways in local_bindings(body).items() if any(kind not in ("append", "extend") for kind, _, _ in ways)}
+    return names | _declared_names(body)[0]
 
 
 def _loaded_names(code: str) -> set[str]:
@@ -398,6 +425,9 @@ class Emitter:
             raise Refused([InstanceMismatch(*location(type(self.model)), f"the plan is for {expected}, the model is {actual}")])
         self._check_unresolved()
         self._check_containment()
+        refusal = own_call_refusal(self.model, root)  # the chain stands for `model(...)`: its forward alone
+        if refusal is not None:
+            raise Refused([refusal])
         frame = self._frame(self.plan.root, root, self.model, rename=False, result=OUTPUT)
         frame.running = type(self.model).forward  # a forward set on the instance is instance.py's to judge
         frame.recheck = ("expect_forward", "self", None, runtime.running_forward(self.model))
@@ -457,12 +487,26 @@ class Emitter:
             tree=parsed.module,
             file=path,
         )
+        self._refuse_reserved(frame, names)
         self._import_globals(frame, names, rebound)
         if planned.self_class is not None:
             self_name = fn.params.params[0].name.value
             frame.values[self_name] = self_obj
             self.module_bindings[frame.local(self_name)] = self._path_expr(self_obj)
         return frame
+
+    def _refuse_reserved(self, frame: Frame, local_names: frozenset[str]) -> None:
+        """A name of the function's source that has the form of a name emitted code gives its own values
+        (reserved.py) is refused where it first stands."""
+        clashing = sorted(n for n in _loaded_in(frame.fn) | local_names if reserved(n))
+        if not clashing:
+            return
+        line = min((self._line_of(frame, node) for node in _name_nodes(frame.fn.params, frame.fn.body) if node.value == clashing[0]),
+                   default=frame.planned.lines[0])
+        raise Refused([ReservedName(frame.planned.path, line, (
+            f"`{clashing[0]}` (emitted code names the locals it renames and the values it adds with two underscores "
+            f"and a number, as `h__1`, its functions `subgraph_<n>`, and uses {', '.join(sorted(FIXED_NAMES))}); the one "
+            "would be taken for the other"))])
 
     def _import_globals(self, frame: Frame, local_names: set[str], rebound: frozenset[str]) -> None:
         """Make the frame's module-level names available; rename those that clash across modules.
@@ -611,8 +655,8 @@ class Emitter:
             expression = _code(frame.fn.decorators[index].decorator).strip()
             raise Refused([DecoratorMismatch(frame.planned.path, frame.planned.lines[0],
                                              f"@{expression} is not torch's no_grad")])
-        self.globals["no_grad__"] = torch.no_grad
-        return "no_grad__()"
+        self.globals[NO_GRAD] = torch.no_grad
+        return f"{NO_GRAD}()"
 
     def _check_code(self, frame: Frame, layers: list) -> None:
         """The function that runs must be the analysed one under exactly its wrapper decorators, each
@@ -1121,6 +1165,10 @@ class Emitter:
                 return
             held = f"{type(self_obj).__name__} holds targets, and " if self_obj is not None else ""
             raise Refused([InstanceMismatch(frame.planned.path, line, f"{held}the plan has no analysis of {nid}")])
+        if callee is self_obj:  # `module(...)`: inlined as its forward, which must be all that the call runs
+            refusal = own_call_refusal(self_obj, planned)
+            if refusal is not None:
+                raise Refused([refusal])
         self._check_callee(frame, call, callee, self_obj, line)
         result = f"ret__{self.frames}"
         inner = self._frame(nid, planned, self_obj, rename=True, result=result)
@@ -1242,6 +1290,13 @@ class Emitter:
             items = ", ".join(_code(i.visit(_Rewrite(frame.rename))).strip() for i in stmt.items)
             if any(i.asname is not None for i in stmt.items):
                 raise Refused([UnsupportedStatement(frame.planned.path, line, "`with ... as` around target calls")])
+            rebound = sorted({n.value for n in _name_nodes(*(i.item for i in stmt.items))} & _rebound_in(stmt.body))
+            rebound += _lookups_written(stmt)
+            if rebound:  # each subgraph of the body enters the `with` again, evaluating its items there
+                raise Refused([UnsupportedStatement(frame.planned.path, line, (
+                    f"the `with` item reads `{rebound[0]}`, which its body binds or writes again: Python evaluates the item once, "
+                    "where the `with` starts, but each subgraph of the body enters the `with` again and evaluates it "
+                    "anew"))])
             saved = frame.scopes
             frame.scopes = frame.scopes + (items,)
             self._block(frame, list(stmt.body.body), entry.block("body"))

@@ -147,14 +147,43 @@ def _same_code(code: types.CodeType | None, expected: types.CodeType | None) -> 
 
 
 def _checkpointing_wrapper_passes_through(fn: Any, owner: Any) -> bool:
+    if not hasattr(fn, "__wrapped__"):
+        return False
+    return _checkpointing_passes_through(fn, owner, "forward_with_checkpointing")
+
+
+def _checkpointing_passes_through(fn: Any, owner: Any, qualname_end: str) -> bool:
+    """Whether `fn` is code of transformers' `GradientCheckpointingLayer` (its `__call__` before transformers 5.23,
+    the wrapper it puts on each subclass's forward since), which calls the forward unchanged unless `owner`
+    trains with gradient checkpointing on."""
     code = getattr(fn, "__code__", None)
-    if code is None or code.co_name != "forward_with_checkpointing" or not hasattr(fn, "__wrapped__"):
+    if code is None or not code.co_qualname.endswith(qualname_end):
         return False
     if not code.co_filename.replace("\\", "/").endswith("transformers/modeling_layers.py"):
         return False
     if not any(cls.__name__ == "GradientCheckpointingLayer" for cls in type(owner).__mro__):
         return False
     return not (getattr(owner, "gradient_checkpointing", False) and owner.training)
+
+
+def own_call_refusal(module: Any, planned: Function) -> Message | None:
+    """A ReplacedForward when calling `module` runs code of its class around the forward: a `__call__` other than
+    torch's own (or `GradientCheckpointingLayer`'s while it passes the call through), or a `_call_impl` other than
+    torch's, which torch's `__call__` runs. Emission inlines a module call as its forward, and would not run it."""
+    import torch
+
+    cls = type(module)
+    call = cls.__call__
+    if call is torch.nn.Module.__call__ or _checkpointing_passes_through(call, module, "GradientCheckpointingLayer.__call__"):
+        call = cls._call_impl
+        if call is torch.nn.Module._call_impl:
+            return None
+    code = getattr(inspect.unwrap(call), "__code__", None)  # a decorated one is shown where it is defined
+    path, line = (relative(code.co_filename), code.co_firstlineno) if code is not None else (planned.path, planned.lines[0])
+    what = code.co_qualname if code is not None else getattr(call, "__qualname__", repr(call))
+    return ReplacedForward(path, line, f"calling a {type(module).__name__} runs {what}, defined here, around "
+                                       f"{FunctionRef.parse(planned.function).qualname} ({planned.path}:{planned.lines[0]}); "
+                                       "staticexec inlines the call as the forward alone and would not run it")
 
 
 def _analysed_code(ref: FunctionRef) -> types.CodeType | None:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import ast
 import re
+import symtable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
 from staticexec.emit import state
 from staticexec.emit.run import Subgraph
-from staticexec.messages import Refused
+from staticexec.messages import ClosureAcrossCut, Refused
 
 
 RUNTIME = "_sx"
@@ -196,18 +197,20 @@ def _binds(node: ast.AST) -> list[str]:
 
 
 def _inner_stores(tree: ast.AST) -> set[str]:
-    """Names bound only inside comprehensions, lambdas and local functions: not the frame's."""
+    """Names bound only inside comprehensions, lambdas and local functions: not the frame's. A `:=` inside a
+    comprehension (and no function) binds the frame's name, as Python has it."""
     inner: set[str] = set()
     outer: set[str] = set()
 
-    def visit(node: ast.AST, nested: bool) -> None:
+    def visit(node: ast.AST, nested: bool, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):
-            scope = nested or isinstance(child, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp,
-                                                 ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            (inner if nested else outer).update(_binds(child))  # a def binds its own name where it stands
-            visit(child, scope)
+            function = in_function or isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            scope = nested or function or isinstance(child, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp))
+            frames = not nested or (not in_function and isinstance(node, ast.NamedExpr) and child is node.target)
+            (outer if frames else inner).update(_binds(child))  # a def binds its own name where it stands
+            visit(child, scope, function)
 
-    visit(tree, False)
+    visit(tree, False, False)
     return inner - outer
 
 
@@ -278,6 +281,68 @@ def _check_module_names(pieces: list[Piece]) -> None:
         for name in surely:  # what it held before this piece does not reach the pieces after it
             expected.pop(name, None)
         expected.update(piece.prelude)
+
+
+def _check_closures(pieces: list[Piece]) -> None:
+    """A function a piece makes (a lambda, a nested def) keeps the variables of the subgraph it was made in.
+    Where the forward rebinds a name it reads after a cut (`scale = 2.0`; an unrolled loop's variable, bound
+    again for the next layer), the function would go on reading the old value, where Python's closure reads
+    the new one: refused where the function is made."""
+    stored_after: dict[str, str] = {}  # name -> the first origin a later piece binds it at
+    for piece in reversed(pieces):
+        for step in piece.steps:
+            for name, made_at in _closure_reads(step.code):
+                if name in stored_after:
+                    path, _, line = step.origin.rpartition(":")
+                    raise Refused([ClosureAcrossCut(path, int(line) if line.isdigit() else 0, (
+                        f"the {made_at} made here reads `{name}`, bound again at {stored_after[name]}; made in one "
+                        "subgraph, it would go on reading the value that subgraph held, where Python's closure reads "
+                        "the new one"))])
+        for step in reversed(piece.steps):
+            names = _names(step.code)
+            for name in names.definite | names.maybe:
+                stored_after[name] = step.origin
+
+
+@lru_cache(maxsize=65536)
+def _closure_reads(code: str) -> tuple[tuple[str, str], ...]:
+    """The names each function the code makes (a lambda, a local def) reads from the code's own scope, with how the
+    function is shown in a message. Scopes are Python's own (`symtable`): a name a nested function binds for itself,
+    or a comprehension's variable, is not read from outside. A comprehension or a class body runs where it stands:
+    only the functions made inside it count. (A generator expression runs as it is consumed, nearly always at once,
+    by `all`, `any`, `tuple`, ...; one kept for later that reads a name bound again after a cut is not refused here.)"""
+    tree = ast.parse(code)
+    declared = {name for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+    names = sorted({node.id for node in ast.walk(tree) if isinstance(node, ast.Name)} - declared)
+    # the code as the body of a function whose locals are every name it mentions: what a nested scope reads of
+    # them is what it reads from the subgraph's own variables
+    wrapped = f"def _scope({', '.join(names)}):\n" + "".join(f"    {line}\n" for line in code.splitlines())
+    top = symtable.symtable(wrapped, "<step>", "exec").get_children()[0]
+    out: list[tuple[str, str]] = []
+
+    def visit(scope: symtable.SymbolTable, chain: list) -> None:
+        for child in scope.get_children():
+            if child.get_type() != "function":  # a class body: names inside resolve past it
+                visit(child, chain)
+                continue
+            name = child.get_name()
+            if name not in ("listcomp", "setcomp", "dictcomp", "genexpr"):  # comprehensions run where they stand
+                shown = "lambda" if name == "lambda" else f"function `{name}`"
+                for free in child.get_frees():
+                    owner = next((s for s in reversed(chain) if _is_local(s, free)), None)
+                    if owner is top:
+                        out.append((free, shown))
+            visit(child, chain + [child])
+
+    visit(top, [top])
+    return tuple(dict.fromkeys(out))
+
+
+def _is_local(scope: symtable.SymbolTable, name: str) -> bool:
+    try:
+        return scope.lookup(name).is_local()
+    except KeyError:
+        return False
 
 
 def _read_after(pieces: list[Piece]) -> list[set[str]]:
@@ -439,6 +504,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
     defined = set(input_names)  # names that exist before a piece runs, surely
     maybe_defined: set[str] = set()
     repeating = []
+    holds_state: set[str] = set()  # locals bound to state that outlives a subgraph (the model's, a module's, a global's)
     before: dict[int, tuple[set, set, set]] = {}
     for piece in pieces:
         local: set[str] = set()
@@ -461,7 +527,11 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                             piece.maybe_inputs.add(name)
             own = (local | names.definite | names.maybe | set(inputs)) - set(step.modules)
             repeating += [state.refusal(step.origin, write) for root, write in state.repeating_writes(step.code)
-                          if root not in own]
+                          if root not in own or root in holds_state]
+            for name, root in state.state_aliases(step.code):  # `hist = self.history`: a write to hist is one to self
+                if root in holds_state or root not in own:
+                    holds_state.add(name)
+            holds_state -= (names.definite | names.maybe) - {name for name, _ in state.state_aliases(step.code)}
             for name in names.written:
                 root = alias.get(name, name if name in inputs and name not in local else None)
                 if root is not None:
@@ -500,6 +570,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                                and not any(n in _names(s).loads for step in piece.steps for s in step.scopes)}
     _carry_aliases(pieces, _alias_groups(steps), before)
     _check_module_names(pieces)
+    _check_closures(pieces)
     # keep only outputs a later piece reads (and the final output)
     read_after = _read_after(pieces)
     for i, piece in enumerate(pieces):

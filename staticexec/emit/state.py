@@ -41,11 +41,32 @@ CONVERSIONS = frozenset({"to", "type", "float", "half", "bfloat16", "double", "c
 
 
 def _root(node: ast.AST) -> str | None:
-    """The name an attribute or subscript chain starts from: `self` in `self.a[i].b`; none through a call,
-    whose result the code does not name (`torch.zeros(n).scatter_add_(...)` writes a fresh tensor)."""
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
+    """The name an attribute or subscript chain starts from: `self` in `self.a[i].b`, and in `type(self).n`, the
+    class being reached from its instance; none through another call, whose result the code does not name
+    (`torch.zeros(n).scatter_add_(...)` writes a fresh tensor)."""
+    while True:
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
+                and len(node.args) == 1 and not node.keywords):
+            node = node.args[0]
+            continue
+        return node.id if isinstance(node, ast.Name) else None
+
+
+@functools.lru_cache(maxsize=65536)
+def state_aliases(code: str) -> tuple[tuple[str, str], ...]:
+    """(name, root) for each top-level `name = <root>.attr[...]` (a chain of lookups, no call but `type(x)`): the
+    name holds an object reached from the root, so a write through it is a write to what the root reaches."""
+    out = []
+    for top in ast.parse(code).body:
+        if isinstance(top, (ast.Assign, ast.AnnAssign)) and top.value is not None and isinstance(
+                top.value, (ast.Attribute, ast.Subscript)):
+            root = _root(top.value)
+            if root is not None:
+                targets = top.targets if isinstance(top, ast.Assign) else [top.target]
+                out += [(t.id, root) for t in targets if isinstance(t, ast.Name)]
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=65536)

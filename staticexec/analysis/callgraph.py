@@ -33,6 +33,7 @@ from staticexec.analysis.values import (
     Data,
     Function,
     Instance,
+    Items,
     Unknown,
     Value,
     join,
@@ -454,9 +455,18 @@ class CallGraphBuilder:
         for atom in func_value:
             if isinstance(atom, Unknown) and atom.reason.startswith("a lambda that"):
                 return f"`{code}` is {atom.reason}"
-            if isinstance(atom, Function) and atom.bound is not None and atom.ref.qualname.rpartition(".")[2] in HIDING_METHODS:
-                if any(isinstance(b, Instance) and self.is_target(b.cls) for b in atom.bound):
+            if isinstance(atom, Function) and atom.ref.qualname.rpartition(".")[2] in HIDING_METHODS:
+                if atom.bound is not None and any(isinstance(b, Instance) and self.is_target(b.cls) for b in atom.bound):
                     return f"`{code}` enters a target without calling it as a module (its hooks are skipped)"
+                if atom.bound is None and call.args and arg_values:  # `Layer.forward(layer, h)`: its first argument
+                    arg, value = call.args[0], arg_values[0]          # is the module it runs as `self`
+                    if arg.star:  # `*(layer, h)`: its first item; anything else that may hold a target
+                        value = frozenset(x for a in value for x in (a.items[0] if isinstance(a, Items) and a.items
+                                                                      else (a,)))
+                    if any(isinstance(a, Instance) and self.is_target(a.cls) for a in value) or (
+                            arg.star and self._reaches_target(value)):
+                        return (f"`{code}` is given `{arg.star}{_short(ctx.code(arg.value))}`, which is or may hold a "
+                                "target module, as the module it runs, without calling it as a module")
         if any(_holds_target(v, self) for v in arg_values) and (
             not func_value or any(isinstance(a, (Data, Constant, Unknown, ClassObject)) for a in func_value)
         ):

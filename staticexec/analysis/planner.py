@@ -137,7 +137,7 @@ class FunctionPlanner:
             elif any(c in self.reaching for c in site.callees):
                 ancestors.append((site, index))
             if site.args_hold_targets and site.unresolved and not site.targets:
-                self.refuse(UnresolvedCall, call, f"`{site.code}` passes target modules to a callee that is not resolved ({site.unresolved or 'unknown callee'})")
+                self.refuse(UnresolvedCall, call, f"`{site.code}` passes target modules to a call the analysis can't follow ({site.unresolved or 'unknown callee'})")
         return targets, ancestors
 
     def refuse_guarded_call(self, stmt: cst.CSTNode, site: CallSite) -> None:

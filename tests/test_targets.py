@@ -144,3 +144,42 @@ def test_targets_per_subgraph_below_the_layer(llama, targets, per):
     with torch.no_grad():
         ours = run_chain(model, grouped, dict(sample), twice=True)["forward_output"]
         assert torch.equal(ours.logits, model(**sample).logits)
+
+
+class _NestingLayer(nn.Module):
+    """A layer that holds a layer of its own class, which a pattern of targets leaves unselected."""
+
+    def __init__(self, inner: bool = True):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+        self.inner = _NestingLayer(inner=False) if inner else None
+
+    def forward(self, h):
+        h = torch.tanh(self.proj(h))
+        if self.inner is not None:
+            h = self.inner(h)
+        return h
+
+
+class _NestingModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Linear(8, 8)
+        self.layers = nn.ModuleList([_NestingLayer() for _ in range(3)])
+
+    def forward(self, x):
+        h = self.embed(x)
+        for layer in self.layers:
+            h = layer(h)
+        return h
+
+
+def test_a_nested_module_of_a_target_class_left_unselected_runs_inside_its_layer():
+    """The check for target modules added after emission looks only at modules that were not in the model."""
+    torch.manual_seed(0)
+    model, sample = _NestingModel(), {"x": torch.randn(2, 5, 8)}
+    chain = staticexec.subgraphs(model, sample, [r"re:layers\.\d+$"])
+    assert [sg.targets for sg in chain] == [[], ["layers.0"], ["layers.1"], ["layers.2"]]
+    with torch.no_grad():
+        out = staticexec.emit.run.run_chain(model, chain, sample, twice=True)["forward_output"]
+        assert torch.equal(out, model(**sample))

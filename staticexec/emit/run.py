@@ -132,8 +132,10 @@ def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[
     kept = {id(m) for m in modules}
     remove_tripwires(m for _, m in listing if id(m) not in kept)  # an earlier chain's targets, not watched now
     install_tripwires(modules)
+    armed = (frozenset(classes), frozenset(id(m) for _, m in listing))
     for sg in chain:
         sg.nested_targets = nested
+        sg.armed_over = armed
 
 
 def install_tripwires(modules: list) -> None:
@@ -175,6 +177,7 @@ class Subgraph:
     carried_inputs: set[str] = field(default_factory=set)  # inputs its code never reads, taken for an alias
     input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
+    armed_over: tuple = field(default=(frozenset(), frozenset()), repr=False)  # target class names, ids of the modules then
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
     _expected: list | None = field(default=None, repr=False)  # the target modules entered at the last good run
     _ran: list | None = field(default=None, repr=False)  # every module entered on its first complete run
@@ -251,6 +254,8 @@ class Subgraph:
                         changed.append(k)
         if recorder is not None:
             self._ran = recorder.entered
+            if checked:
+                self._check_unwatched(model, recorder.entered)
         if checked:
             self._check_targets(model, entered)
         if versions and versions != _versions(shared):
@@ -272,6 +277,21 @@ class Subgraph:
         raise ContractError(f"subgraph {self.index} ({self.filename}) changed its input {name!r} in place{where}: the "
                             "pipeline runs each subgraph twice on the same inputs, and the second run would see the "
                             "changed value")
+
+    def _check_unwatched(self, model: Any, ran: list) -> None:
+        """On the first run, which enters every module with a recorder on: a module of a target class (or a subclass
+        of one) that was not in the model when the target check was armed, and has no tripwire, was added since (or
+        is kept outside the module tree), so the target check could not see where it runs."""
+        classes, known = self.armed_over
+        unwatched = next((m for m in ran if id(m) not in known and any(c.__name__ in classes for c in type(m).__mro__)
+                          and not any(is_tripwire(h) for h in m._forward_pre_hooks.values())), None)
+        if unwatched is None:
+            return
+        path = next((n for n, m in model.named_modules() if m is unwatched), None)
+        shown = f"{path!r}, a {type(unwatched).__name__}" if path is not None else f"a {type(unwatched).__name__} outside the model's modules"
+        raise TargetMismatch(f"subgraph {self.index} ({self.filename}) entered {shown}, which the target check was not "
+                             "armed for: a target module added after the subgraphs were emitted; emit them again with it in "
+                             "the model")
 
     def _check_targets(self, model: Any, entered: list) -> None:
         if self.nested_targets:  # a watched module inside one of this subgraph's targets runs as part of it

@@ -38,7 +38,7 @@ def steps(*items: str | tuple[str, str], modules: dict | None = None) -> list[St
 
 def summary(sg) -> str:
     """`inputs | outputs | consumed` of a subgraph, in the notation of the module docstring."""
-    maybe_in = set(re.findall(r"if type\((\w+)\) is Unbound:", sg.source))
+    maybe_in = set(re.findall(r"if _sx_type\((\w+)\) is Unbound:", sg.source))
     found = re.search(r"for _n in (\(.*?\))\}", sg.source)
     maybe_out = set(ast.literal_eval(found.group(1))) if found else set()
     inputs = " ".join(n + ("?" if n in maybe_in else "") + ("!" if n in sg.written_inputs else "")

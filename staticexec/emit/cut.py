@@ -625,7 +625,7 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
     lines.append(sig)
     for n in piece.inputs:
         if n in piece.maybe_inputs:
-            lines.append(f"    if type({n}) is Unbound:")
+            lines.append(f"    if _sx_type({n}) is Unbound:")
             lines.append(f"        del {n}")
     for name, expr in piece.prelude.items():
         lines.append(f"    {name} = {expr}")
@@ -645,13 +645,13 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
         if surely:
             lines.append(f"    {check}")
         else:  # bound on some paths only: where it is not, it still holds what it held before this piece
-            lines += [f"    if {name!r} in locals():", f"        {check}"]
+            lines += [f"    if {name!r} in _sx_locals():", f"        {check}"]
     # inputs it never rebinds are given back by Subgraph.forward, only where a run copied them
     returned = [n for n in piece.outputs if n not in piece.passed_through]
     sure = [n for n in returned if n in piece.definite_outputs]
     maybe = [n for n in returned if n not in piece.definite_outputs]
     if maybe:  # assigned only on some paths: UNBOUND where they are not
-        lines.append("    _locals = locals()")
+        lines.append("    _locals = _sx_locals()")
         lines.append(f"    _out = {{_n: _locals.get(_n, UNBOUND) for _n in {tuple(maybe)!r}}}")
         for n in sure:
             lines.append(f"    _out[{n!r}] = {n}")

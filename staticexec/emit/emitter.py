@@ -290,9 +290,10 @@ def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
 
 def _lookups_written(stmt: cst.With) -> list[str]:
     """The attributes and items a `with` statement's items read (`self.use_amp`, `flags["amp"]`) that an
-    assignment or a `del` in its body writes, or writes below or above (`self.cfg` for `self.cfg.amp`)."""
-    read = {" ".join(_code(node).split()) for item in stmt.items
-            for node in walk(item.item, only=(cst.Attribute, cst.Subscript))}
+    assignment or a `del` in its body writes, or writes below or above (`self.cfg` for `self.cfg.amp`). Any two
+    items of one object count as the same (`flags[k]` for `flags["amp"]`)."""
+    read = {chain: _code(node).strip() for item in stmt.items
+            for node in walk(item.item, only=(cst.Attribute, cst.Subscript)) if (chain := _chain(node)) is not None}
     written = set()
     for node in walk(stmt.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda),
                      only=(cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
@@ -301,10 +302,18 @@ def _lookups_written(stmt: cst.With) -> list[str]:
             target = targets.pop()
             if isinstance(target, (cst.Tuple, cst.List)):
                 targets += [element.value for element in target.elements]
-            elif isinstance(target, (cst.Attribute, cst.Subscript)):
-                written.add(" ".join(_code(target).split()))
-    return sorted(r for r in read for w in written
-                  if r == w or r.startswith((w + ".", w + "[")) or w.startswith((r + ".", r + "[")))
+            elif (chain := _chain(target)) is not None and len(chain) > 1:
+                written.add(chain)
+    return sorted({shown for r, shown in read.items() for w in written if r[:len(w)] == w or w[:len(r)] == r})
+
+
+def _chain(node: cst.BaseExpression) -> tuple[str, ...] | None:
+    """`self.cfg["amp"]` as ("self", ".cfg", "[]"); None for a chain that does not start from a name."""
+    parts: list[str] = []
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        parts.append(f".{node.attr.value}" if isinstance(node, cst.Attribute) else "[]")
+        node = node.value
+    return (node.value, *reversed(parts)) if isinstance(node, cst.Name) else None
 
 
 def _rebound_in(body: cst.CSTNode) -> set[str]:
@@ -887,7 +896,7 @@ class Emitter:
         unbind = "".join(f"    if {p} is _MISSING:\n        del {p}\n" for p in params)
         signature = f"*, {', '.join(f'{p}=_MISSING' for p in params)}" if params else ""
         code = (f"def {name}({signature}):\n{unbind}{indented}"
-                f"{name}_locals = locals()\n"
+                f"{name}_locals = _sx_locals()\n"
                 f"{frame.result} = {name}(**{{_n: {name}_locals[_n] for _n in {tuple(params)!r} if _n in {name}_locals}})\n")
         self._add(frame, code, line, reads=tuple(params))
         frame.returned = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from staticexec.emit.cut import RUNTIME
+from staticexec.emit.run import BUILTINS
 
 OUTPUT = "forward_output"
 """The name the root forward's result is bound to, the last subgraph's output."""
@@ -20,7 +21,7 @@ OUTPUT = "forward_output"
 NO_GRAD = "no_grad__"
 """The name emitted code reaches `torch.no_grad` by."""
 
-FIXED = frozenset({RUNTIME, OUTPUT, NO_GRAD, "_MISSING", "Unbound", "UNBOUND", "_locals", "_out"})
+FIXED = frozenset({RUNTIME, OUTPUT, NO_GRAD, "_MISSING", "Unbound", "UNBOUND", "_locals", "_out", *BUILTINS})
 """The names the subgraphs' code reads or binds for itself (emitter.py, cut.py, run.py)."""
 
 _GENERATED = re.compile(r"__g?\d|^subgraph_\d+$")

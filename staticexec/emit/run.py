@@ -40,6 +40,9 @@ class Unbound:
 
 UNBOUND = Unbound()
 
+BUILTINS = {"_sx_type": type, "_sx_locals": locals}
+"""The builtins the subgraphs' own code calls, by names a model's source can't shadow (a local named `type`)."""
+
 
 @dataclass
 class Packed:
@@ -191,7 +194,7 @@ class Subgraph:
     def _compile(self) -> None:
         linecache.cache[self.filename] = (len(self.source), None, self.source.splitlines(True), self.filename)
         scope = dict(self._globals)
-        scope.update(_MISSING=_MISSING, Unbound=Unbound, UNBOUND=UNBOUND)
+        scope.update(_MISSING=_MISSING, Unbound=Unbound, UNBOUND=UNBOUND, **BUILTINS)
         exec(_compiled(self.source, self.filename), scope)
         self._fn = scope[f"subgraph_{self.index}"]
 

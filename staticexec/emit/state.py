@@ -41,14 +41,14 @@ CONVERSIONS = frozenset({"to", "type", "float", "half", "bfloat16", "double", "c
 
 
 def _root(node: ast.AST) -> str | None:
-    """The name an attribute or subscript chain starts from: `self` in `self.a[i].b`, and in `type(self).n`, the
-    class being reached from its instance; none through another call, whose result the code does not name
-    (`torch.zeros(n).scatter_add_(...)` writes a fresh tensor)."""
+    """The name an attribute or subscript chain starts from: `self` in `self.a[i].b`, in `getattr(self, "a")`, and
+    in `type(self).n`, the class being reached from its instance; none through another call, whose result the code
+    does not name (`torch.zeros(n).scatter_add_(...)` writes a fresh tensor)."""
     while True:
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             node = node.value
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type"
-                and len(node.args) == 1 and not node.keywords):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("type", "getattr")
+                and node.args and not node.keywords and len(node.args) == (1 if node.func.id == "type" else 2)):
             node = node.args[0]
             continue
         return node.id if isinstance(node, ast.Name) else None
@@ -56,16 +56,25 @@ def _root(node: ast.AST) -> str | None:
 
 @functools.lru_cache(maxsize=65536)
 def state_aliases(code: str) -> tuple[tuple[str, str], ...]:
-    """(name, root) for each top-level `name = <root>.attr[...]` (a chain of lookups, no call but `type(x)`): the
-    name holds an object reached from the root, so a write through it is a write to what the root reaches."""
+    """(name, root) for each name the code binds to an object reached from another name: `hist = self.history`,
+    `hist = getattr(self, "history")`, `h2 = hist`, each item of `a, b = self.x, self.y`, and `(hist := self.history)`
+    anywhere in it. A write through the name is a write to what the root reaches."""
     out = []
-    for top in ast.parse(code).body:
-        if isinstance(top, (ast.Assign, ast.AnnAssign)) and top.value is not None and isinstance(
-                top.value, (ast.Attribute, ast.Subscript)):
-            root = _root(top.value)
+    pairs: list[tuple[ast.AST, ast.AST]] = []
+    tree = ast.parse(code)
+    for top in tree.body:
+        if isinstance(top, (ast.Assign, ast.AnnAssign)) and top.value is not None:
+            pairs += [(t, top.value) for t in (top.targets if isinstance(top, ast.Assign) else [top.target])]
+    pairs += [(node.target, node.value) for node in ast.walk(tree) if isinstance(node, ast.NamedExpr)]
+    while pairs:
+        target, value = pairs.pop()
+        if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) and len(
+                target.elts) == len(value.elts):
+            pairs += list(zip(target.elts, value.elts))
+        elif isinstance(target, ast.Name) and isinstance(value, (ast.Attribute, ast.Subscript, ast.Name, ast.Call)):
+            root = _root(value)
             if root is not None:
-                targets = top.targets if isinstance(top, ast.Assign) else [top.target]
-                out += [(t.id, root) for t in targets if isinstance(t, ast.Name)]
+                out.append((target.id, root))
     return tuple(out)
 
 

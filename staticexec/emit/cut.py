@@ -32,6 +32,11 @@ RUNTIME = "_sx"
 """The name under which the subgraphs' code reaches runtime.py."""
 
 
+def expect_module_code(value: str, path: str, origin: str, shown: str) -> str:
+    """The subgraph code that checks the module `value` evaluates to is the one at `path` (runtime.expect_module)."""
+    return f"{RUNTIME}.expect_module({value}, {path}, {origin!r}, {shown!r}, {path!r})"
+
+
 @dataclass(frozen=True)
 class Step:
     """One emitted statement (or a few), where it comes from, and its context."""
@@ -528,10 +533,11 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
             own = (local | names.definite | names.maybe | set(inputs)) - set(step.modules)
             repeating += [state.refusal(step.origin, write) for root, write in state.repeating_writes(step.code)
                           if root not in own or root in holds_state]
-            for name, root in state.state_aliases(step.code):  # `hist = self.history`: a write to hist is one to self
+            aliases = state.state_aliases(step.code)
+            for name, root in aliases:  # `hist = self.history`: a write to hist is one to self
                 if root in holds_state or root not in own:
                     holds_state.add(name)
-            holds_state -= (names.definite | names.maybe) - {name for name, _ in state.state_aliases(step.code)}
+            holds_state -= (names.definite | names.maybe) - {name for name, _ in aliases}
             for name in names.written:
                 root = alias.get(name, name if name in inputs and name not in local else None)
                 if root is not None:
@@ -641,7 +647,7 @@ def generate(index: int, piece: Piece) -> tuple[str, list[tuple[int, str]]]:
             origins.append((len(lines) + 1, step.origin))
             lines.append(f"{indent}{code_line}" if code_line.strip() else "")
     for name, path, origin, surely in piece.module_checks:
-        check = f"{RUNTIME}.expect_module({name}, {path}, {origin!r}, {name!r}, {path!r})"
+        check = expect_module_code(name, path, origin, name)
         if surely:
             lines.append(f"    {check}")
         else:  # bound on some paths only: where it is not, it still holds what it held before this piece

@@ -30,8 +30,8 @@ from staticexec.analysis.callgraph import RUNS_FIRST_ARGUMENT, calls_in, node_id
 from staticexec.analysis.scopes import bound_names, children, walk
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.evaluate import PRESENT, UNKNOWN, Undecidable, evaluate, evaluate_condition, is_present, sample_value, truth
-from staticexec.messages import (DecoratorMismatch, ReservedName, DynamicCondition, InstanceMismatch, Message, Refused, UndecidedCondition,
-                                 UndecidedLoop, UnresolvedCall, UnsupportedStatement)
+from staticexec.messages import (DecoratorMismatch, DynamicCondition, InstanceMismatch, Message, Refused, ReservedName,
+                                 UndecidedCondition, UndecidedLoop, UnresolvedCall, UnsupportedStatement)
 from staticexec.emit.observe import IfLines, SampleRun
 from staticexec.analysis.plan import Control, Decided, Function, Kind, Plan, Statement
 from staticexec.analysis.planner import statement_blocks, exits, expression_guards
@@ -39,7 +39,7 @@ from staticexec.analysis.functions import local_bindings, param_names
 from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.classwrap import class_wrappers, decorator_object
-from staticexec.emit.cut import RUNTIME, Step, build_subgraphs
+from staticexec.emit.cut import RUNTIME, Step, build_subgraphs, expect_module_code
 from staticexec.emit.reserved import FIXED as FIXED_NAMES, NO_GRAD, OUTPUT, reserved
 from staticexec.emit.imported import own_call_refusal, running_code_refusal
 from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
@@ -1218,8 +1218,7 @@ class Emitter:
         path = self._path_expr(self_obj)
         if code != path:
             shown = " ".join(_code(written).split())
-            self._add(frame, f"{RUNTIME}.expect_module({code}, {path}, {self._origin(frame, line)!r}, {shown!r}, "
-                             f"{path!r})\n", line)
+            self._add(frame, expect_module_code(code, path, self._origin(frame, line), shown) + "\n", line)
 
     def _call_kwargs(self, frame: Frame, inner: Frame, call: cst.Call, bound: bool, line: int):
         params = inner.fn.params

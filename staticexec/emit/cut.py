@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from staticexec.emit import state
+from staticexec.emit.constants import share_constants
 from staticexec.emit.run import Subgraph
 from staticexec.messages import ClosureAcrossCut, Refused
 
@@ -501,8 +502,9 @@ def _without_unread_bindings(steps: list[Step]) -> list[Step]:
 
 
 def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str,
-                    targets_per_subgraph: int = 1, live: dict | None = None) -> list:
-    """Cut the steps into pieces and make each a `Subgraph`, with the inputs, outputs and consumed names above."""
+                    targets_per_subgraph: int = 1, live: dict | None = None, keywords: tuple[str, ...] = ()) -> list:
+    """Cut the steps into pieces and make each a `Subgraph`, with the inputs, outputs and consumed names above.
+    `keywords` are the names the model's forward takes by keyword: a batch may hold them."""
     pieces = cut(steps, targets_per_subgraph)
     for piece in pieces:
         piece.steps = _without_unread_bindings(piece.steps)
@@ -596,6 +598,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         loaded = {n for step in piece.steps for n in _names(step.code).loads}
         sg.live_globals = tuple((alias, *live[alias]) for alias in sorted(loaded & live.keys()))
         chain.append(sg)
+    share_constants(chain, [*input_names, *keywords])
     return chain
 
 

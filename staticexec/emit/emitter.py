@@ -452,6 +452,8 @@ class Emitter:
             title=self.plan.architecture,
             targets_per_subgraph=targets_per_subgraph,
             live=self.live,
+            keywords=tuple(name for name, p in inspect.signature(type(self.model).forward).parameters.items()
+                           if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)),
         )
         arm_target_check(self.model, chain, self.targets, self.watched)
         return chain

@@ -26,6 +26,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from staticexec.emit.constants import ChainConstants, keyword_defaults
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
@@ -182,8 +183,13 @@ class Subgraph:
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
     armed_over: tuple = field(default=(frozenset(), frozenset()), repr=False)  # target class names, ids of the modules then
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
+    constants: ChainConstants | None = field(default=None, repr=False)  # shared by the chain (emit/constants.py)
+    omits: frozenset = frozenset()  # outputs it leaves out of the cache while they hold the chain's constant
+    constant_inputs: frozenset = frozenset()  # inputs it binds to the chain's constant when not given them
     _expected: list | None = field(default=None, repr=False)  # the target modules entered at the last good run
     _ran: list | None = field(default=None, repr=False)  # every module entered on its first complete run
+    _taken: frozenset | None = field(default=None, repr=False)  # its inputs less the constants its code defaults
+    _default_scopes: tuple = field(default=(), repr=False)  # (name, scope) of the scopes among those defaults
     _globals: dict = field(default_factory=dict, repr=False)
     _fn: Any = field(default=None, repr=False)
 
@@ -201,17 +207,22 @@ class Subgraph:
     def forward(self, model: Any, *args: Any, **inputs: Any) -> dict:
         """Run this subgraph on its named inputs; returns the named values later subgraphs need.
 
-        The inputs are exactly `input_names`. Mutable inputs are copied first, and so are the
+        The inputs are exactly `input_names`, less those the chain keeps out of the cache while they hold its
+        constant (emit/constants.py), which it binds. Mutable inputs are copied first, and so are the
         tensors its code writes in place (`x += y`, `x[i] = y`, `x.add_(y)`); other tensors are
         shared. So the inputs are left as they were and a second run gives the same outputs.
         """
         if args:
             raise TypeError("subgraph inputs are passed by name")
-        if inputs.keys() != self.input_names:
-            missing, extra = sorted(self.input_names - inputs.keys()), sorted(inputs.keys() - self.input_names)
-            raise ContractError(f"subgraph {self.index}: " + "; ".join(
-                part for part in (f"missing inputs {missing}" if missing else "",
-                                  f"unexpected inputs {extra}" if extra else "") if part))
+        defaulted: tuple = ()  # the scopes its code takes as defaults in this run: emptied again after it
+        keys = inputs.keys()
+        if keys != self.input_names:
+            if self._taken is None and self.constant_inputs:
+                self._take_defaults()
+            if keys == self._taken:  # given all but the constants its code takes as keyword defaults
+                defaulted = self._default_scopes
+            else:
+                inputs = self.bound_inputs(inputs)
         scope = self._fn.__globals__
         for alias, namespace, name in self.live_globals:  # module-level names as the model's modules hold them now
             value = namespace.get(name, _MISSING)
@@ -244,6 +255,9 @@ class Subgraph:
             ENTERED.reset(token)
             if handle is not None:
                 handle.remove()
+            for k, default in defaulted:
+                values[k] = default  # (then as a scope it was given, below)
+                emptied.append(k)
             for k in emptied:
                 scope = _emptied(values[k])
                 if scope is not None:
@@ -271,7 +285,37 @@ class Subgraph:
         for k in changed:
             if k in self.passed_through:
                 result[k] = _pack(values[k])
+        if self.omits:
+            self.constants.leave_out(self.omits, result)
         return result
+
+    def _take_defaults(self) -> None:
+        """Once the chain has learned every constant it may not be given: its code takes those it can as keyword
+        defaults (emit/constants.py), and a run given exactly the other inputs binds nothing itself."""
+        found = keyword_defaults(self)
+        if found is None:
+            return
+        defaults, scopes = found
+        self._fn.__kwdefaults__ = defaults or None
+        self._taken = frozenset(self.input_names - defaults.keys())
+        self._default_scopes = tuple(scopes)
+
+    def bound_inputs(self, inputs: dict) -> dict:
+        """The inputs as its code takes them: the chain's constant bound for each one the cache was not given (an earlier subgraph
+        left it out: emit/constants.py); a name missing otherwise, or one it doesn't take, is an error."""
+        missing, extra = self.input_names - inputs.keys(), inputs.keys() - self.input_names
+        if not extra and missing <= self.constant_inputs:
+            given = self.constants.given(inputs, missing)
+            if given is not None:
+                return given
+        missing = sorted(n for n in missing if not self.absent(n))
+        raise ContractError(f"subgraph {self.index}: " + "; ".join(
+            part for part in (f"missing inputs {missing}" if missing else "",
+                              f"unexpected inputs {sorted(extra)}" if extra else "") if part))
+
+    def absent(self, name: str) -> bool:
+        """Whether an input may be missing from the values it is given: the chain's constant stands for it."""
+        return name in self.constant_inputs and self.constants is not None and self.constants.holds(name)
 
     def _changed_input(self, name: str) -> None:
         """An input tensor the subgraph shared (not copied) was written in place while it ran."""
@@ -904,11 +948,11 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
     for sg in subgraphs:
         if before is not None:
             before(sg)
-        missing = sorted(sg.input_names - values.keys())
+        missing = sorted(n for n in sg.input_names - values.keys() if not sg.absent(n))
         if missing:
             raise ContractError(f"subgraph {sg.index} needs {missing}, which neither the inputs nor an earlier "
                                 "subgraph provide")
-        args = {k: values[k] for k in sg.input_names}
+        args = {k: values[k] for k in sg.input_names if k in values}
         if twice:
             kept = {k: _as_cached(v, clone=True) for k, v in args.items()}
             first = sg.forward(model, **args)
@@ -924,6 +968,8 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
         values.update({k: _as_cached(v) for k, v in out.items()})
         for name in sg.consumed_names:
             if name not in values:
+                if sg is subgraphs[-1] and sg.absent(name):  # the pipeline deletes nothing after the last one
+                    continue
                 raise ContractError(f"subgraph {sg.index} consumes {name!r}, which does not exist")
             del values[name]
     return {k: _unpack(v) for k, v in out.items()}

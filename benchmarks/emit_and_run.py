@@ -215,7 +215,10 @@ decorator's published collector once something is in it, keyword dicts it does m
 spread into a call, the model's default `DynamicCache`, which the forward builds when `use_cache`
 is on: of its per-layer list only the layers the subgraph reads, with their tensors, as it reads
 them) so that a second run gives the same outputs, gives back only what it bound or copied, and
-`run_subgraphs` rebuilds values between subgraphs as llm-compressor's cache does. That cost is per
+`run_subgraphs` rebuilds values between subgraphs as llm-compressor's cache does. A value every batch
+gives alike (a decorator's scope that set nothing, `use_cache=False`, an empty `**kwargs`) is learned at the
+first run and kept out of the cache (staticexec/emit/constants.py), so a decoder layer's subgraph takes
+only the values that change. That cost is per
 subgraph, not per FLOP, so it shrinks relative to real layer sizes, and it does not grow with the
 depth. The second table shows the chain without the cache, as it runs in calibration, and the
 checks' share of that chain.

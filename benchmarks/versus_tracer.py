@@ -71,10 +71,11 @@ def pipeline_chain(model, subgraphs, batch) -> None:
 
 
 def plain_chain(model, subgraphs, batch) -> None:
-    """One pass over the chain without the pipeline's cache: each subgraph's outputs handed on as they are."""
+    """One pass over the chain without the pipeline's cache: each subgraph's outputs handed on as they are (and,
+    as the cache fetches, each subgraph given the names it takes that are there)."""
     values = dict(batch)
     for subgraph in subgraphs:
-        values.update(subgraph.forward(model, **{name: values[name] for name in subgraph.input_names}))
+        values.update(subgraph.forward(model, **{name: values[name] for name in subgraph.input_names if name in values}))
 
 
 def timed(fn, collect: bool = False) -> float:

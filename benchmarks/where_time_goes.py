@@ -155,8 +155,9 @@ def parts(model, subgraphs, batch, prefix: str) -> dict:
         if where != "last":  # into a cache of its own, which each call fills again with the same values
             target = IntermediatesCache.empty(1, torch.device("cpu"))
             out[(prefix, where, "update")] = lambda t=target, o=outputs: t.update(0, o)
-        if where == "middle":
-            out[(prefix, where, "code alone")] = lambda f=code_alone(subgraph), i=inputs: f(model, **i)
+        if where == "middle":  # given as its code gets them: with the chain's constants bound
+            given = subgraph.bound_inputs(inputs) if hasattr(subgraph, "bound_inputs") else inputs
+            out[(prefix, where, "code alone")] = lambda f=code_alone(subgraph), i=given: f(model, **i)
         if prefix == "staticexec" and where == "first":
             for wanted, name in ((True, "update, wrappers"), (False, "update, others")):
                 target = IntermediatesCache.empty(1, torch.device("cpu"))

@@ -241,6 +241,18 @@ def _drop_inner_scopes(tree: ast.AST, order: list) -> None:
     order[:] = [o for o in order if o not in inner]
 
 
+def _loads_after(pieces: list[Piece]) -> list[set[str]]:
+    """For each piece, the names any later piece's code reads (its steps, their scopes, what they read through
+    locals())."""
+    out: list[set[str]] = []
+    seen: set[str] = set()
+    for piece in reversed(pieces):
+        out.append(set(seen))
+        for step in piece.steps:
+            seen.update(_names(step.code).loads, step.reads, *(_names(s).loads for s in step.scopes))
+    return out[::-1]
+
+
 def _carry_aliases(pieces: list[Piece], together: dict[str, set[str]], before: dict[int, tuple[set, set, set]]) -> None:
     """A subgraph copies the mutable objects it receives, one copy per object. A name a later subgraph reads
     that may hold the same object as one of this subgraph's inputs (`past_key_values__1`, bound to the
@@ -513,7 +525,8 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
     repeating = []
     holds_state: set[str] = set()  # locals bound to state that outlives a subgraph (the model's, a module's, a global's)
     before: dict[int, tuple[set, set, set]] = {}
-    for piece in pieces:
+    loads_after = _loads_after(pieces)
+    for index, piece in enumerate(pieces):
         local: set[str] = set()
         inputs: list[str] = []
         alias: dict[str, str] = {}  # local name -> the input whose object (or a view of it) it holds
@@ -567,6 +580,14 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
             stored |= n.definite | n.maybe
             maybe_defined |= n.maybe
             piece.definite_outputs |= n.definite
+        before_defined, before_maybe, _ = before[id(piece)]
+        for name in sorted(stored - piece.definite_outputs):
+            # bound on some paths only, where an earlier piece bound it: where this one does not, it gives the
+            # earlier value on (not UNBOUND in its place)
+            if name not in inputs and name in loads_after[index] and (name in before_defined or name in before_maybe):
+                inputs.append(name)
+                if name not in before_defined:
+                    piece.maybe_inputs.add(name)
         piece.definite_outputs |= set(inputs) - piece.maybe_inputs
         # what a piece receives and a later one reads passes through it: the piece may change it
         piece.outputs = sorted(stored | set(inputs))

@@ -642,6 +642,7 @@ def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_
         spread_inputs=set(piece.spread_inputs),
         carried_inputs=set(piece.carried) & set(piece.outputs),
         input_reads={k: tuple(v) for k, v in piece.reads.items()},
+        gives_on=index < count - 1,
         _globals=globals_,
     )
 

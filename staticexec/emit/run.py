@@ -30,6 +30,7 @@ from staticexec.emit.constants import ChainConstants, keyword_defaults
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
+from staticexec.emit.shared import Held, shared_names
 
 _MISSING = object()
 
@@ -180,6 +181,7 @@ class Subgraph:
     spread_inputs: set[str] = field(default_factory=set)  # inputs its code reads only as `**name`
     carried_inputs: set[str] = field(default_factory=set)  # inputs its code never reads, taken for an alias
     input_reads: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)  # input -> model lines reading it
+    gives_on: bool = True  # its outputs go to later subgraphs through the cache (all but the last)
     nested_targets: dict = field(default_factory=dict, repr=False)  # id of a watched module -> the outer target holding it
     armed_over: tuple = field(default=(frozenset(), frozenset()), repr=False)  # target class names, ids of the modules then
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
@@ -281,10 +283,20 @@ class Subgraph:
                     self._changed_input(name)
         # the code returns what it binds; an input it never rebinds goes back only where this run copied or
         # rebuilt it: one given back as the very object is left where the cache holds it
-        result = {k: _pack(v) for k, v in out.items()}
+        given_on = out
         for k in changed:
             if k in self.passed_through:
-                result[k] = _pack(values[k])
+                if given_on is out:
+                    given_on = dict(out)
+                given_on[k] = values[k]
+        # one object later subgraphs reach under two names travels held, as one (emit/shared.py)
+        held = shared_names(given_on, inputs, self.consumed_names) if self.gives_on else ()
+        if held:
+            result = {k: Held(v) if k in held else _pack(v) for k, v in given_on.items()}
+            for k in held - given_on.keys():  # an input it leaves in the cache: given on with the others
+                result[k] = Held(values[k] if k in values else inputs[k])
+        else:
+            result = {k: _pack(v) for k, v in given_on.items()}
         if self.omits:
             self.constants.leave_out(self.omits, result)
         return result
@@ -693,7 +705,9 @@ def _unpack(value: Any) -> Any:
     kind = _kind(type(value))
     if kind <= _TENSOR_KIND:
         return value
-    if kind >= _STATE:  # an object: only a Packed one is rebuilt
+    if kind >= _STATE:  # an object: only a Packed one is rebuilt, and a Held one unwrapped
+        if type(value) is Held:
+            return value.value
         return value.rebuild() if type(value) is Packed else value
     # a container with nothing packed in it is given back as it came (the copying that follows decides
     # whether the subgraph gets a copy)

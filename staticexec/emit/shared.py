@@ -1,0 +1,115 @@
+"""One list, dict or dataclass reached twice where a subgraph ends travels held, as one object.
+
+llm-compressor's cache keeps each value it holds on its own and rebuilds every list, tuple, dict and
+dataclass in it as it stores and fetches the value. An object that two names (or two places in the values
+a subgraph gives on) held as one when the subgraph ended would be two objects in the subgraphs after it: a
+change made through one would not show through the other, where the model's own forward changes one object.
+
+So a subgraph looks, after each run, at the values later subgraphs read from the cache: what it gives on,
+and the inputs it leaves there (those it does not consume). When a list, dict or dataclass instance that can
+be changed is reached twice among them, every value that reaches it is given on inside a `Held`: an object
+the cache keeps as it is (it rebuilds only containers and dataclasses), so the later subgraph that takes
+those values unwraps them and finds one object again, as the forward has it. Tuples and frozen dataclasses
+are looked into but not counted (nothing can be changed through them); tensors and other objects keep their
+identity through the cache on the device they are on. The values that carry a forward wrapper between
+subgraphs (`WrapperState`, `WrapperScope`) are made to travel as they do and are not looked into.
+
+A held value is not moved to the cache's offload device: its tensors stay where the subgraph left them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from staticexec.emit.runtime import WrapperScope, WrapperState
+
+
+class Held:
+    """A value given on as it is: the pipeline's cache keeps an object of a class of its own without rebuilding
+    it, so the values held together keep the objects they share."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+_LEAF, _LOOKED_INTO, _COUNTED = 0, 1, 2
+_SHAPES_KEPT = 4096  # types whose shape is kept; a program that makes types without end starts the dict again
+
+
+class _Shapes(dict):
+    """How the check treats values of each exact type, decided at its first value: counted (a list, a dict, a
+    dataclass one can change), looked into only (a tuple, a frozen dataclass), or neither."""
+
+    def __missing__(self, cls: type) -> int:
+        if cls in (WrapperState, WrapperScope):
+            shape = _LEAF
+        elif cls is Held:
+            shape = _LOOKED_INTO
+        elif issubclass(cls, (list, dict)):
+            shape = _COUNTED
+        elif issubclass(cls, tuple):
+            shape = _LOOKED_INTO
+        elif dataclasses.is_dataclass(cls):
+            shape = _LOOKED_INTO if cls.__dataclass_params__.frozen else _COUNTED
+        else:
+            shape = _LEAF
+        if len(self) >= _SHAPES_KEPT:
+            self.clear()
+        self[cls] = shape
+        return shape
+
+
+_shape = _Shapes().__getitem__
+
+
+def _items(value: Any) -> Any:
+    """(how the place of each item is written after the container's, the item)."""
+    if isinstance(value, dict):
+        return ((f"[{key!r}]", item) for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        return ((f"[{n}]", item) for n, item in enumerate(value))
+    return ((f".{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value))
+
+
+def _walk(value: Any, name: str, seen: dict[int, tuple[str, Any]], twice: set[str]) -> None:
+    """Record each counted object under `value` with the name whose value reaches it; a name whose value reaches
+    one recorded before goes into `twice`, with the name that reached it first."""
+    shape = _shape(type(value))
+    if shape == _LEAF:
+        return
+    if shape == _COUNTED:
+        first = seen.get(id(value))
+        if first is not None:
+            twice.update((first[0], name))
+            return
+        seen[id(value)] = (name, value)  # the object kept alive with it: ids are not reused while it runs
+    for item in _items(value):
+        _walk(item, name, seen, twice)
+
+
+def _items(value: Any) -> Any:
+    if type(value) is Held:
+        return (value.value,)
+    if isinstance(value, dict):
+        return value.values()
+    if isinstance(value, (list, tuple)):
+        return value
+    return [getattr(value, f.name) for f in dataclasses.fields(value)]
+
+
+def shared_names(given_on: dict[str, Any], inputs: dict[str, Any], consumed: set[str]) -> set[str]:
+    """The names whose values reach a list, dict or dataclass that some other name, or another place in the
+    same value, also reaches: among the values a subgraph gives on (`given_on`) and the inputs it was given
+    that stay in the cache for later ones (those not in `consumed`, nor given on in their place)."""
+    seen: dict[int, tuple[str, Any]] = {}
+    twice: set[str] = set()
+    for name, value in given_on.items():
+        _walk(value, name, seen, twice)
+    if seen:  # else nothing it gives on can share an object with what it leaves: that is as the cache gave it
+        for name, value in inputs.items():
+            if name not in consumed and name not in given_on:
+                _walk(value, name, seen, twice)
+    return twice

@@ -1,0 +1,49 @@
+"""The names whose values share a list, dict or dataclass where a subgraph ends (staticexec/emit/shared.py)."""
+
+from dataclasses import dataclass
+
+import torch
+
+from staticexec.emit.runtime import WrapperScope, WrapperState
+from staticexec.emit.shared import Held, shared_names
+
+
+@dataclass
+class Box:
+    n: int
+
+
+@dataclass(frozen=True)
+class Frozen:
+    items: list
+
+
+def test_one_list_under_two_names_and_inside_a_dict():
+    seen = []
+    assert shared_names({"a": seen, "b": seen, "c": [1]}, {}, set()) == {"a", "b"}
+    assert shared_names({"seen": seen, "store": {"k": seen}}, {}, set()) == {"seen", "store"}
+    assert shared_names({"pair": [seen, seen]}, {}, set()) == {"pair"}
+
+
+def test_tuples_and_frozen_dataclasses_are_looked_into_not_counted():
+    t = (1, 2)
+    assert shared_names({"t": t, "u": t}, {}, set()) == set()
+    inner = []
+    assert shared_names({"t": (inner,), "u": Frozen(inner)}, {}, set()) == {"t", "u"}
+    box = Box(1)
+    assert shared_names({"a": box, "b": box}, {}, set()) == {"a", "b"}
+
+
+def test_tensors_and_wrapper_values_are_not_counted():
+    x = torch.zeros(2)
+    scope = WrapperScope({}, [])
+    state = WrapperState("m.py:1", {"k": []})
+    assert shared_names({"a": x, "b": x, "s": scope, "t": scope, "u": state, "v": state}, {}, set()) == set()
+
+
+def test_an_input_left_in_the_cache_counts_unless_consumed_or_given_on():
+    d = {}
+    assert shared_names({"e": d}, {"d": d}, set()) == {"d", "e"}
+    assert shared_names({"e": d}, {"d": d}, {"d"}) == set()
+    assert shared_names({"e": d, "d": {}}, {"d": d}, set()) == set()
+    assert shared_names({"e": d}, {"d": Held({"k": d})}, set()) == {"d", "e"}

@@ -9,7 +9,8 @@ alike):
 - forward: model(**inputs) under torch.no_grad, median;
 - chain: staticexec.run_subgraphs(...), median;
 - the same chain with every run-time check off (staticexec.emit.run.checks_off: the target check with its
-  hooks detached, the input version counters, and the branch, loop and code-identity checks), median;
+  hooks detached, the input version counters, and the branch, loop, code-identity and module-name
+  checks), median;
   checked and unchecked runs alternate which goes first;
 - the ratios chain / forward, emit (warm) / forward, and the checks' share of the chain (the median
   of the per-repeat differences between checked and unchecked runs, over the chain).
@@ -185,7 +186,9 @@ ratios compare like with like.
     same order and count);
   - the code-identity checks (`expect_forward`, `expect_method`, `expect_super`,
     `expect_global`: the function that runs is the one the plan inlines, and a module-level
-    name resolves to the value emission saw).
+    name resolves to the value emission saw);
+  - the module-name checks (`expect_module`: a name that holds a module holds the one at the path
+    emission found).
 
   Checked and unchecked chains run in alternating order, so drift and cache warmth hit both alike.
 - run-time checks / chain: the median of the per-repeat differences (checked - unchecked),

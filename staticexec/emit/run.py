@@ -80,7 +80,8 @@ _TRIPWIRES = CHECKS
 
 class checks_off:
     """Run subgraphs without their run-time checks: the target check, the input version counters, and
-    the branch, loop and code checks of runtime.py (for measuring what they cost; they are on by default).
+    the branch, loop, code and module checks of runtime.py (for measuring what they cost; they are on by
+    default).
 
     Given the model, its target modules' hooks are detached too, and attached again on exit."""
 

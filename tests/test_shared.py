@@ -47,3 +47,23 @@ def test_an_input_left_in_the_cache_counts_unless_consumed_or_given_on():
     assert shared_names({"e": d}, {"d": d}, {"d"}) == set()
     assert shared_names({"e": d, "d": {}}, {"d": d}, set()) == set()
     assert shared_names({"e": d}, {"d": Held({"k": d})}, set()) == {"d", "e"}
+
+
+def test_reformer_attentions_appended_through_the_encoder_function_reach_its_output():
+    """Reformer's encoder hands its `all_attentions` list to an autograd Function that appends to it, through
+    its own parameter, after each layer; the list is read again after the last one."""
+    import staticexec
+    from staticexec.check.models import build_tiny_model
+    from staticexec.emit.run import run_chain
+
+    model, reference = build_tiny_model("ReformerModelWithLMHead"), build_tiny_model("ReformerModelWithLMHead")
+    torch.manual_seed(0)
+    sample = {"input_ids": torch.randint(3, 50, (1, 16)), "output_attentions": True}
+    chain = staticexec.subgraphs(model, sample, ["ReformerLayer"])
+    with torch.no_grad():
+        expected = reference(**sample)
+        got = run_chain(model, chain, sample, twice=True)["forward_output"]
+    assert len(expected.attentions) == model.config.num_hidden_layers
+    assert len(got.attentions) == len(expected.attentions)
+    assert all(torch.equal(a, b) for a, b in zip(got.attentions, expected.attentions))
+    assert torch.equal(got.logits, expected.logits)

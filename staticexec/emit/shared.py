@@ -65,15 +65,6 @@ class _Shapes(dict):
 _shape = _Shapes().__getitem__
 
 
-def _items(value: Any) -> Any:
-    """(how the place of each item is written after the container's, the item)."""
-    if isinstance(value, dict):
-        return ((f"[{key!r}]", item) for key, item in value.items())
-    if isinstance(value, (list, tuple)):
-        return ((f"[{n}]", item) for n, item in enumerate(value))
-    return ((f".{f.name}", getattr(value, f.name)) for f in dataclasses.fields(value))
-
-
 def _walk(value: Any, name: str, seen: dict[int, tuple[str, Any]], twice: set[str]) -> None:
     """Record each counted object under `value` with the name whose value reaches it; a name whose value reaches
     one recorded before goes into `twice`, with the name that reached it first."""
@@ -91,6 +82,7 @@ def _walk(value: Any, name: str, seen: dict[int, tuple[str, Any]], twice: set[st
 
 
 def _items(value: Any) -> Any:
+    """The items of a value the walk looks into: a held value's value, a container's items, a dataclass's fields."""
     if type(value) is Held:
         return (value.value,)
     if isinstance(value, dict):

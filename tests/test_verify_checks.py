@@ -385,6 +385,40 @@ def test_inputs_given_as_they_came_are_what_the_copying_decides(case):
         assert all(values[k] is inputs[k] for k, _ in later)
 
 
+def test_a_loop_check_reads_a_modulelist_slice_from_its_modules_without_building_one():
+    """`loop_slice` gives the items torch's slicing gives, without the new ModuleList (a module registration
+    hook sees torch's slicing register every module again, and `loop_slice` register none)."""
+    layers = nn.ModuleList(nn.Linear(1, 1) for _ in range(5))
+    for lower, upper, step in [(None, 3, None), (1, None, 2), (None, None, -1), (-2, None, None), (4, 1, None)]:
+        got = runtime.loop_slice(layers, lower, upper, step)
+        assert type(got) is list and len(got) == len(layers[lower:upper:step])
+        assert all(a is b for a, b in zip(got, layers[lower:upper:step]))
+    registered = []
+    handle = torch.nn.modules.module.register_module_module_registration_hook(
+        lambda module, name, sub: registered.append(name))
+    try:
+        runtime.loop_slice(layers, None, 3, None)
+        assert registered == []
+        layers[:3]
+        assert registered == ["0", "1", "2"]
+    finally:
+        handle.remove()
+
+
+def test_a_loop_check_slices_any_other_container_as_the_forward_does():
+    """A ModuleList subclass's own `__getitem__`, and a tuple, are sliced by their own code."""
+
+    class Reversed(nn.ModuleList):
+        def __getitem__(self, idx):
+            items = super().__getitem__(idx)
+            return list(items)[::-1] if isinstance(idx, slice) else items
+
+    layers = Reversed(nn.Linear(1, 1) for _ in range(3))
+    assert [id(m) for m in runtime.loop_slice(layers, None, 2, None)] == [id(layers[1]), id(layers[0])]
+    items = tuple(layers)
+    assert runtime.loop_slice(items, 1, None, None) == items[1:]
+
+
 # ----- verify: statuses ---------------------------------------------------------------------------------
 
 

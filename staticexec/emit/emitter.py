@@ -157,6 +157,20 @@ def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
 
+def _loop_iterable(node: cst.BaseExpression, rename: dict[str, str]) -> str:
+    """The code that evaluates an unrolled loop's iterable again for its check (`expect_loop`): the expression
+    as the forward wrote it, but a slice (`self.layers[: n]`) through `loop_slice`, which reads a torch
+    ModuleList's items without building the new ModuleList its slicing makes."""
+    if (isinstance(node, cst.Subscript) and len(node.slice) == 1
+            and isinstance(node.slice[0].slice, cst.Slice)):
+        part = node.slice[0].slice
+        bounds = [_code(b.visit(_Rewrite(rename))).strip() if b is not None else "None"
+                  for b in (part.lower, part.upper, part.step)]
+        value = _code(node.value.visit(_Rewrite(rename))).strip()
+        return f"{RUNTIME}.loop_slice({value}, {', '.join(bounds)})"
+    return _code(node.visit(_Rewrite(rename))).strip()
+
+
 def _facts(name: str) -> dict:
     """Facts about the nodes of parsed functions, kept by the analysis session (as the parsed functions
     themselves are) and keyed by the nodes (libcst nodes hash and compare by identity), so a key keeps
@@ -1029,7 +1043,7 @@ class Emitter:
             expected = runtime.LoopItems(tuple(items), tuple(self._item_label(i) for i in items), True)
             alias = f"loop__{len(self.globals)}"
             self.globals[alias] = expected
-            check = _code(cst.parse_expression(iterable).visit(_Rewrite(frame.rename))).strip()
+            check = _loop_iterable(cst.parse_expression(iterable), frame.rename)
             self._add(frame, f"{RUNTIME}.expect_loop({check}, {alias}, {self._origin(frame, line)!r}, {iterable!r})\n", line)
             for var, item, piece in zip(unrolled.variables, items, unrolled.items):
                 self._bind_loop_target(frame, cst.Name(var), item, line)
@@ -1379,7 +1393,7 @@ class Emitter:
         expected = runtime.LoopItems(tuple(items[:taken]), tuple(self._item_label(i) for i in items[:taken]), complete)
         alias = f"loop__{len(self.globals)}"
         self.globals[alias] = expected
-        iterable = _code(stmt.iter.visit(_Rewrite(frame.rename))).strip()
+        iterable = _loop_iterable(stmt.iter, frame.rename)
         code = _code(stmt.iter).strip()
         step = self.steps[check]
         self.steps[check] = Step(

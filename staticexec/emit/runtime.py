@@ -23,11 +23,11 @@ so that nothing depends on one transformers release's internals:
 
 Besides the decorator models it holds the checks of what emission decided from one sample, one
 instance and one reading of the source, run again where the decision stood: `expect_branch` (the
-branch taken), `expect_loop` (the items an unrolled loop runs over) and `expect_code` (the function
-that runs is the one inlined); `hooks_enter` / `hooks_exit`, the forward hooks of an inlined
-module run as torch would; and `call_target`, through which the emitted code calls a target module whose
-class leaves `__call__` to torch, with the target check's `tripwire` (the forward pre-hook on every watched
-module). Which decorators are modelled is analysis/decorators.py.
+branch taken), `expect_loop` (the items an unrolled loop runs over; `loop_slice` reads them where the
+loop slices a ModuleList) and `expect_code` (the function that runs is the one inlined); `hooks_enter` /
+`hooks_exit`, the forward hooks of an inlined module run as torch would; and `call_target`, through which the
+emitted code calls a target module whose class leaves `__call__` to torch, with the target check's `tripwire`
+(the forward pre-hook on every watched module). Which decorators are modelled is analysis/decorators.py.
 """
 
 from __future__ import annotations
@@ -462,6 +462,26 @@ class LoopItems:
     items: tuple
     labels: tuple[str, ...]
     complete: bool  # the loop ran to its end (no `break` decided at emission)
+
+
+def loop_slice(container: Any, lower: Any, upper: Any, step: Any) -> Any:
+    """`container[lower:upper:step]`, the iterable of an unrolled loop written as a slice, for its check.
+
+    A torch `ModuleList` (of that very class, its `__getitem__` torch's own) slices into a new `ModuleList` of
+    the same modules, registering each one again: the items are read from its modules instead, in the same
+    order. Any other container is sliced as the forward slices it."""
+    module_list, getitem = _module_list()
+    if type(container) is module_list and module_list.__getitem__ is getitem:
+        return list(container._modules.values())[lower:upper:step]
+    return container[lower:upper:step]
+
+
+@functools.lru_cache(maxsize=1)
+def _module_list() -> tuple:
+    """torch's `ModuleList` and its own `__getitem__`, looked up once."""
+    from torch.nn import ModuleList
+
+    return ModuleList, ModuleList.__getitem__
 
 
 def expect_loop(iterable: Any, expected: LoopItems, where: str, code: str) -> None:

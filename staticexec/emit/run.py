@@ -290,14 +290,18 @@ class Subgraph:
                 if given_on is out:
                     given_on = dict(out)
                 given_on[k] = values[k]
+        for v in given_on.values():
+            if _kind(type(v)) > _TENSOR_KIND:
+                break
+        else:  # atoms and tensors only (a decoder layer's hidden states): nothing to pack, nothing held
+            if self.omits:
+                self.constants.leave_out(self.omits, given_on)
+            return given_on  # a dict of its own: the code's, or the one made above
         # one object later subgraphs reach under two names travels held, as one (emit/shared.py)
         held = shared_names(given_on, inputs, self.consumed_names) if self.gives_on else ()
-        if held:
-            result = {k: Held(v) if k in held else _pack(v) for k, v in given_on.items()}
-            for k in held - given_on.keys():  # an input it leaves in the cache: given on with the others
-                result[k] = Held(values[k] if k in values else inputs[k])
-        else:
-            result = {k: _pack(v) for k, v in given_on.items()}
+        result = {k: Held(v) if k in held else _pack(v) for k, v in given_on.items()}
+        for k in held - given_on.keys():  # an input it leaves in the cache: given on with the others
+            result[k] = Held(values[k] if k in values else inputs[k])
         if self.omits:
             self.constants.leave_out(self.omits, result)
         return result

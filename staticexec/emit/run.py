@@ -290,10 +290,7 @@ class Subgraph:
                 if given_on is out:
                     given_on = dict(out)
                 given_on[k] = values[k]
-        for v in given_on.values():
-            if _kind(type(v)) > _TENSOR_KIND:
-                break
-        else:  # atoms and tensors only (a decoder layer's hidden states): nothing to pack, nothing held
+        if all(map(_is_atom, given_on.values())):  # atoms and tensors (a layer's hidden states): nothing to pack, nothing held
             if self.omits:
                 self.constants.leave_out(self.omits, given_on)
             return given_on  # a dict of its own: the code's, or the one made above
@@ -318,8 +315,8 @@ class Subgraph:
         self._default_scopes = tuple(scopes)
 
     def bound_inputs(self, inputs: dict) -> dict:
-        """The inputs as its code takes them: the chain's constant bound for each one the cache was not given (an earlier subgraph
-        left it out: emit/constants.py); a name missing otherwise, or one it doesn't take, is an error."""
+        """The inputs as its code takes them: the chain's constant bound for each one the cache was not given (an
+        earlier subgraph left it out: emit/constants.py); a name missing otherwise, or one it doesn't take, is an error."""
         missing, extra = self.input_names - inputs.keys(), inputs.keys() - self.input_names
         if not extra and missing <= self.constant_inputs:
             given = self.constants.given(inputs, missing)

@@ -279,6 +279,53 @@ def test_a_subgraph_giving_other_outputs_when_run_twice_is_a_contract_error():
         run_chain(_Counter(), [sg], {"x": torch.ones(3)}, twice=True)
 
 
+class _Holder(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("acc", torch.zeros(3))
+        self.inner = nn.Module()
+        self.inner.kept = [torch.ones(2)]
+
+
+def _writer(index: int = 1) -> Subgraph:
+    return _subgraph(index, "x += 1\nreturn {'y': x * 2}", written_inputs={"x"})
+
+
+@pytest.mark.parametrize("given, where", [
+    (lambda m: m.acc, "`acc`, a buffer of the model"),
+    (lambda m: m.acc[1:], "`acc`, a buffer of the model"),  # a view: the same memory
+    (lambda m: m.inner.kept[0], "`inner.kept`, an attribute of module 'inner'"),
+    (lambda m: m.inner.kept, "`inner.kept`, an attribute of module 'inner'"),
+])
+def test_an_input_written_in_place_that_the_model_holds_too_is_a_contract_error(given, where):
+    """The subgraph would write a copy, and the module would keep the old value."""
+    model = _Holder()
+    sg = _writer()
+    if isinstance(given(model), list):
+        sg = _subgraph(1, "x.append(1)\nreturn {'y': len(x)}", written_inputs={"x"})
+    with pytest.raises(ContractError, match="writes its input 'x' in place") as caught:
+        run_chain(model, [sg], {"x": given(model)})
+    assert where in str(caught.value)
+    assert torch.equal(model.acc, torch.zeros(3)) and torch.equal(model.inner.kept[0], torch.ones(2))
+
+
+def test_an_input_written_in_place_that_the_model_does_not_hold_is_copied_and_runs():
+    model, x = _Holder(), torch.zeros(3)
+    out = run_chain(model, [_writer()], {"x": x}, twice=True)
+    assert torch.equal(out["y"], torch.full((3,), 2.0)) and torch.equal(x, torch.zeros(3))
+    copied = model.acc.clone()  # equal to the buffer, but other memory
+    assert torch.equal(run_chain(model, [_writer()], {"x": copied})["y"], torch.full((3,), 2.0))
+
+
+def test_checks_off_lets_a_written_input_the_model_holds_be_copied():
+    from staticexec.emit.run import checks_off
+
+    model = _Holder()
+    with checks_off(model):
+        run_chain(model, [_writer()], {"x": model.acc})
+    assert torch.equal(model.acc, torch.zeros(3))  # the copy was written: what the check is there to stop
+
+
 class _TwoLayers(nn.Module):
     def __init__(self) -> None:
         super().__init__()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from staticexec.emit.constants import ChainConstants, keyword_defaults
+from staticexec.emit.heldstate import held_by_model
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
@@ -238,6 +239,8 @@ class Subgraph:
             shared, emptied = given
         else:
             values, shared, changed, later, emptied, memo, kept = _copied_inputs(self, inputs)  # kept: alive while it runs
+            if checked and self.written_inputs:
+                self._check_written_unheld(model, kept[0], values)
         versions = _versions(shared) if checked else None
         entered: list = []
         token = ENTERED.set(entered if checked else None)
@@ -333,11 +336,26 @@ class Subgraph:
 
     def _changed_input(self, name: str) -> None:
         """An input tensor the subgraph shared (not copied) was written in place while it ran."""
+        raise ContractError(f"subgraph {self.index} ({self.filename}) changed its input {name!r} in place"
+                            f"{self._read_by(name)}: the pipeline runs each subgraph twice on the same inputs, and the "
+                            "second run would see the changed value")
+
+    def _check_written_unheld(self, model: Any, given: dict, values: dict) -> None:
+        """Before a run that copies inputs its code writes in place: none of them is also the model's own state
+        (emit/heldstate.py), which would keep the old value where the forward changes it."""
+        written = {k: given[k] for k in sorted(self.written_inputs) if k in values and values[k] is not given[k]}
+        found = held_by_model(model, written) if written else None
+        if found is None:
+            return
+        name, where = found
+        raise ContractError(f"subgraph {self.index} ({self.filename}) writes its input {name!r} in place"
+                            f"{self._read_by(name)}, and the model holds it too ({where}): the subgraph writes a "
+                            "copy, so that the pipeline's second run of it starts from the same value, and the "
+                            "model's state would not change as the forward changes it")
+
+    def _read_by(self, name: str) -> str:
         reads = self.input_reads.get(name, ())
-        where = f" (read by the code emitted from {', '.join(reads[:3])}{', ...' if len(reads) > 3 else ''})" if reads else ""
-        raise ContractError(f"subgraph {self.index} ({self.filename}) changed its input {name!r} in place{where}: the "
-                            "pipeline runs each subgraph twice on the same inputs, and the second run would see the "
-                            "changed value")
+        return f" (read by the code emitted from {', '.join(reads[:3])}{', ...' if len(reads) > 3 else ''})" if reads else ""
 
     def _check_unwatched(self, model: Any, ran: list) -> None:
         """On the first run, which enters every module with a recorder on: a module of a target class (or a subclass

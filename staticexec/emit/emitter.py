@@ -25,7 +25,7 @@ from typing import Any
 import libcst as cst
 
 from staticexec.analysis import decorators as deco
-from staticexec.emit import runtime, state
+from staticexec.emit import runtime, state, withitems
 from staticexec.analysis.callgraph import RUNS_FIRST_ARGUMENT, calls_in, node_id
 from staticexec.analysis.scopes import bound_names, children, walk
 from staticexec.emit.modules import named_modules, outermost
@@ -300,34 +300,6 @@ def _loaded_in(fn: cst.FunctionDef) -> frozenset[str]:
 def _collect_bound_names(fn: cst.FunctionDef) -> set[str]:
     """The function's local names; a name declared `global` stays the module's."""
     return (_rebound_in(fn.body) | set(param_names(fn))) - _declared_names(fn.body)[1]
-
-
-def _lookups_written(stmt: cst.With) -> list[str]:
-    """The attributes and items a `with` statement's items read (`self.use_amp`, `flags["amp"]`) that an
-    assignment or a `del` in its body writes, or writes below or above (`self.cfg` for `self.cfg.amp`). Any two
-    items of one object count as the same (`flags[k]` for `flags["amp"]`)."""
-    read = {chain: _code(node).strip() for item in stmt.items
-            for node in walk(item.item, only=(cst.Attribute, cst.Subscript)) if (chain := _chain(node)) is not None}
-    written = set()
-    for node in walk(stmt.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda),
-                     only=(cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
-        targets = [node.target]
-        while targets:
-            target = targets.pop()
-            if isinstance(target, (cst.Tuple, cst.List)):
-                targets += [element.value for element in target.elements]
-            elif (chain := _chain(target)) is not None and len(chain) > 1:
-                written.add(chain)
-    return sorted({shown for r, shown in read.items() for w in written if r[:len(w)] == w or w[:len(r)] == r})
-
-
-def _chain(node: cst.BaseExpression) -> tuple[str, ...] | None:
-    """`self.cfg["amp"]` as ("self", ".cfg", "[]"); None for a chain that does not start from a name."""
-    parts: list[str] = []
-    while isinstance(node, (cst.Attribute, cst.Subscript)):
-        parts.append(f".{node.attr.value}" if isinstance(node, cst.Attribute) else "[]")
-        node = node.value
-    return (node.value, *reversed(parts)) if isinstance(node, cst.Name) else None
 
 
 def _rebound_in(body: cst.CSTNode) -> set[str]:
@@ -1311,16 +1283,20 @@ class Emitter:
         elif kind is Control.FOR:
             self._unroll(frame, stmt, entry, line)
         elif kind is Control.WITH:
-            items = ", ".join(_code(i.visit(_Rewrite(frame.rename))).strip() for i in stmt.items)
             if any(i.asname is not None for i in stmt.items):
                 raise Refused([UnsupportedStatement(frame.planned.path, line, "`with ... as` around target calls")])
-            rebound = sorted({n.value for n in _name_nodes(*(i.item for i in stmt.items))} & _rebound_in(stmt.body))
-            rebound += _lookups_written(stmt)
-            if rebound:  # each subgraph of the body enters the `with` again, evaluating its items there
+            # each subgraph of the body enters the `with` again: its arguments are evaluated once, here (withitems.py)
+            bindings, entered, anew = withitems.split_items(stmt, f"with__{frame.index}_{line}")
+            rebound = sorted({n.value for n in _name_nodes(*anew)} & _rebound_in(stmt.body))
+            rebound += withitems.written_again(anew, stmt.body)
+            if rebound:
                 raise Refused([UnsupportedStatement(frame.planned.path, line, (
                     f"the `with` item reads `{rebound[0]}`, which its body binds or writes again: Python evaluates the item once, "
                     "where the `with` starts, but each subgraph of the body enters the `with` again and evaluates it "
                     "anew"))])
+            for name, value in bindings:
+                self._add(frame, f"{name} = {_code(value.visit(_Rewrite(frame.rename))).strip()}\n", line)
+            items = ", ".join(_code(i.visit(_Rewrite(frame.rename))).strip() for i in entered)
             saved = frame.scopes
             frame.scopes = frame.scopes + (items,)
             self._block(frame, list(stmt.body.body), entry.block("body"))

@@ -1,0 +1,68 @@
+"""Stage 5, emit: the items of a `with` statement around target calls, which each subgraph of its body enters.
+
+Python evaluates a `with` item once, where the statement starts; the subgraphs that run parts of the body
+each enter the `with` again. A single item that calls a context manager by its name or attribute path
+(`torch.autocast("cpu", enabled=self.use_amp)`) has its arguments evaluated once, where the `with` starts,
+into names of their own (`with__3_17_0`), and every subgraph of the body calls it with those: what the body
+changes later (the attribute, directly, through an alias or from a helper; a dict an argument was read from)
+does not reach them, as in Python. What each subgraph still evaluates again (the callee; an item that is not
+such a call; every item of a `with` of several, whose order of entering matters) must not be bound or written
+by the body: `written_again` names what is, for the emitter to refuse.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from staticexec.analysis.scopes import walk
+
+
+def split_items(stmt: cst.With, prefix: str) -> tuple[list[tuple[str, cst.BaseExpression]], list[cst.WithItem],
+                                                       list[cst.BaseExpression]]:
+    """(the (name, argument) pairs to bind where the `with` starts, the items as each subgraph enters them (each
+    without a comma), what those items evaluate again); the names are `prefix` and the argument's position."""
+    if len(stmt.items) != 1:  # (each item without its comma: the emitter joins them)
+        return [], [item.with_changes(comma=cst.MaybeSentinel.DEFAULT) for item in stmt.items], [
+            item.item for item in stmt.items]
+    item = stmt.items[0]
+    call = item.item
+    if not (isinstance(call, cst.Call) and _path(call.func) and all(arg.star == "" for arg in call.args)):
+        return [], [item], [call]
+    bindings = [(f"{prefix}_{i}", arg.value) for i, arg in enumerate(call.args)]
+    args = [arg.with_changes(value=cst.Name(name)) for arg, (name, _) in zip(call.args, bindings)]
+    return bindings, [item.with_changes(item=call.with_changes(args=args))], [call.func]
+
+
+def _path(node: cst.BaseExpression) -> bool:
+    """A name or a chain of attributes of one (`torch.autocast`): evaluating it again reads, and calls, nothing."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+def written_again(anew: list[cst.BaseExpression], body: cst.CSTNode) -> list[str]:
+    """The attributes and items the expressions read (`self.use_amp`, `flags["amp"]`) that an assignment or a
+    `del` in the body writes, or writes below or above (`self.cfg` for `self.cfg.amp`). Any two items of one
+    object count as the same (`flags[k]` for `flags["amp"]`)."""
+    read = {chain: cst.Module(body=[]).code_for_node(node).strip() for expr in anew
+            for node in walk(expr, only=(cst.Attribute, cst.Subscript)) if (chain := _chain(node)) is not None}
+    written = set()
+    for node in walk(body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda),
+                     only=(cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.Del)):
+        targets = [node.target]
+        while targets:
+            target = targets.pop()
+            if isinstance(target, (cst.Tuple, cst.List)):
+                targets += [element.value for element in target.elements]
+            elif (chain := _chain(target)) is not None and len(chain) > 1:
+                written.add(chain)
+    return sorted({shown for r, shown in read.items() for w in written if r[:len(w)] == w or w[:len(r)] == r})
+
+
+def _chain(node: cst.BaseExpression) -> tuple[str, ...] | None:
+    """`self.cfg["amp"]` as ("self", ".cfg", "[]"); None for a chain that does not start from a name."""
+    parts: list[str] = []
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        parts.append(f".{node.attr.value}" if isinstance(node, cst.Attribute) else "[]")
+        node = node.value
+    return (node.value, *reversed(parts)) if isinstance(node, cst.Name) else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from staticexec.emit.linearize import CannotLinearize, linearize
+from staticexec.emit.linearize import CannotLinearize, evaluated_before, linearize
 
 
 def _run(code: str, funcs: list[str]) -> list[tuple[str, int | None]]:
@@ -59,3 +59,24 @@ def test_a_callee_that_is_a_lookup_stays_whole_with_its_call():
 def test_a_callee_that_computes_is_taken_apart_before_its_arguments():
     got = _run("y = self.pick(k)(self.a(x))", ["self.pick(k)", "self.a"])
     assert got[0] == ("t0 = self.pick(k)", None)
+
+
+@pytest.mark.parametrize("code, before", [
+    ("h = self.config.scale * self.block(h)", "self.config"),
+    ("h = torch.cat([self.scales['a'] * h, self.block(h)])", "self.scales"),
+    ("h = f(g(x), self.block(h))", "g(x)"),
+])
+def test_what_python_computes_before_an_inlined_call_is_named(code, before):
+    assert evaluated_before(code, "self.block") == before
+
+
+@pytest.mark.parametrize("code", [
+    "h = self.block(h)",
+    "h = residual + self.block(h)",  # names are read where they are
+    "out = self.block(x.to(dtype), mask=self.mask[0])",  # the call's own arguments: bound where its body starts
+    "return -1 * self.block(h)",
+    "h = self.block(h) * self.config.scale",  # after the call: read after, as Python does
+    "h = self.other(h)",  # no call of it
+])
+def test_a_statement_with_nothing_computed_before_its_call_is_left_whole(code):
+    assert evaluated_before(code, "self.block") is None

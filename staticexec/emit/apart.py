@@ -7,7 +7,7 @@ module on either side of a conditional expression decided at emit time. The cond
 the calls are decided once each (`decide_guards`), and when more than one call runs, the statement
 is taken apart in Python's evaluation order (linearize.py): each reaching call becomes a statement
 `lin__k = call(...)` of its own, so a target starts a subgraph and an inlined call cuts where its
-own targets are.
+own targets are. So is a statement whose one inlined call Python computes something else before.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from staticexec.emit.reserved import FIXED as FIXED_NAMES, NO_GRAD, OUTPUT, rese
 from staticexec.emit.imported import own_call_refusal, running_code_refusal
 from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
 from staticexec.emit.comprehension import CannotUnroll, comprehension_iterables, unroll
-from staticexec.emit.linearize import CannotLinearize
+from staticexec.emit.linearize import CannotLinearize, evaluated_before
 from staticexec.emit.run import arm_target_check
 
 # tensor methods whose result is a tensor, never None
@@ -1065,8 +1065,9 @@ class Emitter:
 
     def _apart(self, frame: Frame, stmt: cst.CSTNode, calls: list[tuple[cst.Call, bool]], line: int, choose: tuple) -> None:
         """A statement with several reaching calls that run (every Linear of an MLP line, a head of a Linear
-        and a module that holds one): taken apart in Python's evaluation order (apart.py), each reaching call
-        a statement of its own, emitted as a target or an inlined call; the rest is opaque code."""
+        and a module that holds one), or with one inlined call that Python computes something before (`h =
+        self.config.scale * self.block(h)`): taken apart in Python's evaluation order (apart.py), each reaching
+        call a statement of its own, emitted as a target or an inlined call; the rest is opaque code."""
         self.temps += 1
         try:
             pieces = take_apart(rewritten(stmt, {}, None, choose).strip(), [(_code(c.func), kind) for c, kind in calls],
@@ -1120,6 +1121,11 @@ class Emitter:
         return any(type(m).__name__ in self.targets or id(m) in self._selected for m in module.modules())
 
     def _ancestor_call(self, frame: Frame, stmt: cst.CSTNode, call: cst.Call, line: int, choose: tuple) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine) and evaluated_before(rewritten(stmt, {}, None, choose).strip(),
+                                                                           _code(call.func)) is not None:
+            # the body runs where the call stands: what Python computes before it (`self.config.scale * ...`) first
+            self._apart(frame, stmt, [(call, False)], line, choose)
+            return
         callee = self._callee(frame, call.func, line)
         bound = getattr(callee, "__self__", None)
         autograd = False

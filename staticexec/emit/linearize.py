@@ -14,7 +14,10 @@ is left computes the rest from the temporaries:
     down = lin__4
 
 The calls taken out need not be targets: a call of a module that holds targets, or of a function
-that reaches one, is taken out the same way and inlined by emission (apart.py).
+that reaches one, is taken out the same way and inlined by emission (apart.py). A statement with one
+such call is taken apart too when Python computes something else before it (`evaluated_before`):
+the inlined body runs where the call stands, and the rest of the statement after it, so
+`h = self.config.scale * self.block(h)` would otherwise read `self.config.scale` after the block ran.
 
 Names and constants are read where they were; the callee of a call (`self.act_fn`, `self.layers[i]`,
 `t.view`) stays with its call, and only what a method is read from is computed before. An expression whose parts Python may skip or run later (`and` / `or`, a conditional
@@ -137,3 +140,33 @@ def linearize(code: str, target_funcs: list[str], prefix: str) -> list[Piece]:
         names[id(node)] = name
     pieces.append(Piece(ast.unparse(_Replace(names).visit(stmt)) + "\n"))
     return pieces
+
+
+def evaluated_before(code: str, target_func: str) -> str | None:
+    """What a simple statement computes before its one call of `target_func`, outside that call (`self.config.scale`
+    in `h = self.config.scale * self.block(h)`), shown as written; None when that is only names and constants.
+
+    An inlined call's body runs where the call stands, and what the statement computes around it runs after: a
+    value Python computes before the call must be taken out first (`linearize`), as the body may change it."""
+    tree = ast.parse(code)
+    if len(tree.body) != 1 or getattr(tree.body[0], "value", None) is None:
+        return None
+    wanted = ast.unparse(ast.parse(target_func.strip(), mode="eval"))
+    order: list[ast.AST] = []
+    try:
+        _post_order(tree.body[0].value, order, lambda call: ast.unparse(call.func) == wanted)
+    except CannotLinearize:  # the call inside an expression Python may skip: not taken apart (the caller decides it)
+        return None
+    call = next((n for n in order if isinstance(n, ast.Call) and ast.unparse(n.func) == wanted), None)
+    if call is None:
+        return None
+    inside = {id(n) for n in ast.walk(call)}
+    callees = {id(n.func) for n in order if isinstance(n, ast.Call) and _stays(n.func)}
+    for node in order[: order.index(call)]:
+        if id(node) in inside or id(node) in callees or isinstance(node, (ast.Name, ast.Constant, ast.Starred)):
+            continue
+        if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):  # -1
+            continue
+        return ast.unparse(node)
+    return None
+

@@ -180,7 +180,9 @@ ratios compare like with like.
     with its hooks detached from the target modules (a target whose class leaves `__call__` to torch
     is entered through `call_target`, which runs the hook without torch's hook dispatch when it is
     the module's only hook);
-  - the input version counters (a tensor input a subgraph changed in place raises `ContractError`);
+  - the input version counters (a tensor input a subgraph changed in place raises `ContractError`),
+    and, before a run that copies inputs its code writes in place, the search of the model's modules
+    for them (`ContractError` when a module holds one too);
   - the branch checks (`expect_branch`: each branch decided at emission is taken again);
   - the loop checks (`expect_loop`: an unrolled loop's iterable gives the same modules, in the
     same order and count);
@@ -188,7 +190,9 @@ ratios compare like with like.
     `expect_global`: the function that runs is the one the plan inlines, and a module-level
     name resolves to the value emission saw);
   - the module-name checks (`expect_module`: a name that holds a module holds the one at the path
-    emission found).
+    emission found);
+  - the state checks (`expect_rebinding`: `x += ...` on a name bound to the model's state rebinds
+    the name rather than change the state in place).
 
   Checked and unchecked chains run in alternating order, so drift and cache warmth hit both alike.
 - run-time checks / chain: the median of the per-repeat differences (checked - unchecked),

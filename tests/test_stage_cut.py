@@ -201,6 +201,34 @@ def test_an_input_written_through_a_local_alias_is_written():
     assert chain(program, ["x"])[-1].written_inputs == {"h"}
 
 
+@pytest.mark.parametrize("code, checked", [
+    ("acc = self.acc\nacc += h", True),  # bound to the model's state: checked where it runs
+    ("acc = getattr(self, 'acc')\nacc *= 2", True),
+    ("acc = self.acc.clone()\nacc += h", False),  # a new value
+    ("acc = h\nacc += 1", False),  # an input: copied when written (written_inputs)
+    ("acc = self.mask\nacc |= h", False),  # the same result when run again
+])
+def test_an_augmented_assignment_on_a_name_bound_to_state_is_checked_when_it_runs(code, checked):
+    program = steps("h = embed(x)", *code.splitlines(), ("t = layer0(h)", "layers.0"), "out = t")
+    first = chain(program, ["x"])[0]
+    assert ("_sx.expect_rebinding(acc, " in first.source) is checked
+
+
+def test_expect_rebinding_lets_a_rebinding_pass_and_stops_a_change_in_place():
+    import torch
+
+    from staticexec.emit.runtime import StateWrite, expect_rebinding
+    from staticexec.emit.run import checks_off
+
+    expect_rebinding(3, "__iadd__", "m.py:1", "acc += 1")  # an int: `+=` rebinds the name
+    expect_rebinding((1,), "__iadd__", "m.py:1", "acc += (2,)")
+    for value in (torch.zeros(2), [1]):
+        with pytest.raises(StateWrite, match="m.py:1: `acc \\+= 1` changes in place the"):
+            expect_rebinding(value, "__iadd__", "m.py:1", "acc += 1")
+    with checks_off():
+        expect_rebinding(torch.zeros(2), "__iadd__", "m.py:1", "acc += 1")
+
+
 # ----- module-bound names, scopes and reads through locals() ------------------------------
 
 def test_module_bound_names_are_bound_from_the_model_not_passed():

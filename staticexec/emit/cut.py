@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 import symtable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from staticexec.emit import state
@@ -530,7 +530,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         local: set[str] = set()
         inputs: list[str] = []
         alias: dict[str, str] = {}  # local name -> the input whose object (or a view of it) it holds
-        for step in piece.steps:
+        for at, step in enumerate(piece.steps):
             names = _names(step.code)
             scope_loads = [n for s in step.scopes for n in _names(s).loads]
             for name in scope_loads + names.loads + list(step.reads):
@@ -548,6 +548,11 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
             own = (local | names.definite | names.maybe | set(inputs)) - set(step.modules)
             repeating += [state.refusal(step.origin, write) for root, write in state.repeating_writes(step.code)
                           if root not in own or root in holds_state]
+            augmented = state.augmented_name(step.code)
+            if augmented is not None and augmented[0] in holds_state:  # `acc += 1`, `acc = self.acc` before
+                name, method = augmented
+                piece.steps[at] = step = replace(step, code=(
+                    f"{RUNTIME}.expect_rebinding({name}, {method!r}, {step.origin!r}, {step.code.strip()!r})\n" + step.code))
             aliases = state.state_aliases(step.code)
             for name, root in aliases:  # `hist = self.history`: a write to hist is one to self
                 if root in holds_state or root not in own:

@@ -80,9 +80,9 @@ _TRIPWIRES = CHECKS
 
 
 class checks_off:
-    """Run subgraphs without their run-time checks: the target check, the input version counters, and
-    the branch, loop, code and module checks of runtime.py (for measuring what they cost; they are on by
-    default).
+    """Run subgraphs without their run-time checks: the target check, the input version counters, the search
+    of the model for inputs written in place (heldstate.py), and the branch, loop, code, module and state
+    checks of runtime.py (for measuring what they cost; they are on by default).
 
     Given the model, its target modules' hooks are detached too, and attached again on exit."""
 

@@ -376,6 +376,20 @@ def expect_branch(taken: bool, expected: bool, where: str, test: str) -> None:
         )
 
 
+class StateWrite(RuntimeError):
+    """An augmented assignment that would change in place state that outlives the subgraph."""
+
+
+def expect_rebinding(value: Any, method: str, where: str, code: str) -> None:
+    """Run-time check before `name op= value` on a name the code bound to state that outlives the subgraph (`acc =
+    self.acc`): the value has no in-place form of the operator (an int, a float), so the assignment rebinds the name.
+    One that has it (a tensor, a list) would be changed in place, and again by the pipeline's second run."""
+    if getattr(type(value), method, None) is not None and CHECKS.get():
+        raise StateWrite(f"{where}: `{code}` changes in place the {type(value).__name__} its name holds, which the code "
+                         "took from state that outlives the subgraph (the model, a module or a module-level value): "
+                         "the pipeline runs each subgraph twice, and the second run would change it again")
+
+
 class ModuleMismatch(RuntimeError):
     """A name that holds a module holds another one than the subgraphs were emitted for."""
 

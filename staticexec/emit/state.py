@@ -103,6 +103,26 @@ def repeating_writes(code: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+_IN_PLACE = {ast.Add: "__iadd__", ast.Sub: "__isub__", ast.Mult: "__imul__", ast.MatMult: "__imatmul__",
+             ast.Div: "__itruediv__", ast.FloorDiv: "__ifloordiv__", ast.Mod: "__imod__", ast.Pow: "__ipow__",
+             ast.LShift: "__ilshift__", ast.RShift: "__irshift__", ast.BitXor: "__ixor__"}
+# (`|=` and `&=` give the same result when run again: a dict or set updated, a mask combined)
+
+
+@functools.lru_cache(maxsize=65536)
+def augmented_name(code: str) -> tuple[str, str] | None:
+    """(name, the operator's in-place method) when the code is one augmented assignment to a plain name (`acc += 1`).
+
+    On a name bound to state (`acc = self.acc`) it changes that state in place when the value has the in-place
+    method (a tensor, a list), and only rebinds the name otherwise (an int): which one is known when it runs, so
+    the emitted code checks it there (`runtime.expect_rebinding`)."""
+    tree = ast.parse(code)
+    stmt = tree.body[0] if len(tree.body) == 1 else None
+    if not isinstance(stmt, ast.AugAssign) or not isinstance(stmt.target, ast.Name) or type(stmt.op) not in _IN_PLACE:
+        return None
+    return stmt.target.id, _IN_PLACE[type(stmt.op)]
+
+
 def _reads(value: ast.AST, target: ast.AST) -> bool:
     """Whether `value` reads what `target` writes into: `self.saved` or below it for `self.saved['k'] = ...`."""
     chain = []

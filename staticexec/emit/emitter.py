@@ -1291,8 +1291,9 @@ class Emitter:
         elif kind is Control.WITH:
             if any(i.asname is not None for i in stmt.items):
                 raise Refused([UnsupportedStatement(frame.planned.path, line, "`with ... as` around target calls")])
-            # each subgraph of the body enters the `with` again: its arguments are evaluated once, here (withitems.py)
-            bindings, entered, anew = withitems.split_items(stmt, f"with__{frame.index}_{line}")
+            # each subgraph of the body enters the `with` again: its items' arguments are evaluated once (withitems.py)
+            items = [withitems.split_item(item, f"with__{frame.index}_{line}_{i}") for i, item in enumerate(stmt.items)]
+            anew = [expr for _, _, again in items for expr in again]
             rebound = sorted({n.value for n in _name_nodes(*anew)} & _rebound_in(stmt.body))
             rebound += withitems.written_again(anew, stmt.body)
             if rebound:
@@ -1300,11 +1301,11 @@ class Emitter:
                     f"the `with` item reads `{rebound[0]}`, which its body binds or writes again: Python evaluates the item once, "
                     "where the `with` starts, but each subgraph of the body enters the `with` again and evaluates it "
                     "anew"))])
-            for name, value in bindings:
-                self._add(frame, f"{name} = {_code(value.visit(_Rewrite(frame.rename))).strip()}\n", line)
-            items = ", ".join(_code(i.visit(_Rewrite(frame.rename))).strip() for i in entered)
             saved = frame.scopes
-            frame.scopes = frame.scopes + (items,)
+            for bindings, entered, _ in items:  # `with a, b:` as `with a:` around `with b:`
+                for name, value in bindings:
+                    self._add(frame, f"{name} = {_code(value.visit(_Rewrite(frame.rename))).strip()}\n", line)
+                frame.scopes = frame.scopes + (_code(entered.visit(_Rewrite(frame.rename))).strip(),)
             self._block(frame, list(stmt.body.body), entry.block("body"))
             frame.scopes = saved
         else:

@@ -1,13 +1,13 @@
 """Stage 5, emit: the items of a `with` statement around target calls, which each subgraph of its body enters.
 
-Python evaluates a `with` item once, where the statement starts; the subgraphs that run parts of the body
-each enter the `with` again. A single item that calls a context manager by its name or attribute path
-(`torch.autocast("cpu", enabled=self.use_amp)`) has its arguments evaluated once, where the `with` starts,
-into names of their own (`with__3_17_0`), and every subgraph of the body calls it with those: what the body
-changes later (the attribute, directly, through an alias or from a helper; a dict an argument was read from)
-does not reach them, as in Python. What each subgraph still evaluates again (the callee; an item that is not
-such a call; every item of a `with` of several, whose order of entering matters) must not be bound or written
-by the body: `written_again` names what is, for the emitter to refuse.
+Python evaluates a `with` item once, where it is entered; the subgraphs that run parts of the body each
+enter the `with` again. An item that calls a context manager by its name or attribute path
+(`torch.autocast("cpu", enabled=self.use_amp)`) has its arguments evaluated once, where it is entered
+(`with a, b:` is `with a:` around `with b:`, so inside the items before it), into names of their own
+(`with__3_17_0_2`), and every subgraph of the body calls it with those: what the body changes later (the
+attribute, directly, through an alias or from a helper; a dict an argument was read from) does not reach
+them, as in Python. What each subgraph still evaluates again (the callee; an item that is not such a call)
+must not be bound or written by the body: `written_again` names what is, for the emitter to refuse.
 """
 
 from __future__ import annotations
@@ -17,20 +17,17 @@ import libcst as cst
 from staticexec.analysis.scopes import walk
 
 
-def split_items(stmt: cst.With, prefix: str) -> tuple[list[tuple[str, cst.BaseExpression]], list[cst.WithItem],
-                                                       list[cst.BaseExpression]]:
-    """(the (name, argument) pairs to bind where the `with` starts, the items as each subgraph enters them (each
-    without a comma), what those items evaluate again); the names are `prefix` and the argument's position."""
-    if len(stmt.items) != 1:  # (each item without its comma: the emitter joins them)
-        return [], [item.with_changes(comma=cst.MaybeSentinel.DEFAULT) for item in stmt.items], [
-            item.item for item in stmt.items]
-    item = stmt.items[0]
+def split_item(item: cst.WithItem, prefix: str) -> tuple[list[tuple[str, cst.BaseExpression]], cst.WithItem,
+                                                          list[cst.BaseExpression]]:
+    """(the (name, argument) pairs to bind before the item is entered, the item as each subgraph enters it (without
+    a comma), what it evaluates again); the names are `prefix` and the argument's position."""
+    item = item.with_changes(comma=cst.MaybeSentinel.DEFAULT)
     call = item.item
     if not (isinstance(call, cst.Call) and _path(call.func) and all(arg.star == "" for arg in call.args)):
-        return [], [item], [call]
+        return [], item, [call]
     bindings = [(f"{prefix}_{i}", arg.value) for i, arg in enumerate(call.args)]
     args = [arg.with_changes(value=cst.Name(name)) for arg, (name, _) in zip(call.args, bindings)]
-    return bindings, [item.with_changes(item=call.with_changes(args=args))], [call.func]
+    return bindings, item.with_changes(item=call.with_changes(args=args)), [call.func]
 
 
 def _path(node: cst.BaseExpression) -> bool:

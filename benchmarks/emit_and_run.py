@@ -185,7 +185,8 @@ ratios compare like with like.
     for them (`ContractError` when a module holds one too);
   - the branch checks (`expect_branch`: each branch decided at emission is taken again);
   - the loop checks (`expect_loop`: an unrolled loop's iterable gives the same modules, in the
-    same order and count);
+    same order and count; `expect_loop_item`, for an iterable that can change as it is read: each
+    later item is still there where the loop takes it);
   - the code-identity checks (`expect_forward`, `expect_method`, `expect_super`,
     `expect_global`: the function that runs is the one the plan inlines, and a module-level
     name resolves to the value emission saw);

@@ -25,7 +25,7 @@ from typing import Any
 import libcst as cst
 
 from staticexec.analysis import decorators as deco
-from staticexec.emit import runtime, state, withitems
+from staticexec.emit import liveloop, runtime, state, withitems
 from staticexec.analysis.callgraph import RUNS_FIRST_ARGUMENT, calls_in, node_id
 from staticexec.analysis.scopes import bound_names, children, walk
 from staticexec.emit.modules import named_modules, outermost
@@ -1359,12 +1359,18 @@ class Emitter:
         its length and order may come from anything (an input, module-level state, a list the
         forward reorders), and only the items themselves say what the loop runs over."""
         items = list(self._concrete(frame, stmt.iter, line, UndecidedLoop))
+        # an iterable that can change as Python reads it is checked again where each later item is taken (liveloop.py)
+        live = liveloop.read_as_it_goes(stmt.iter, lambda node: evaluate(_code(node), frame.values, frame.module_globals))
         check = len(self.steps)
         self._add(frame, "", line)  # the check, once it is known how many items the loop took
+        later: list[tuple[int, int]] = []  # (step, item) of the checks where the loop takes a later item
         taken = 0
         for item in items:
             if frame.returned:
                 break
+            if live and taken:
+                later.append((len(self.steps), taken))
+                self._add(frame, "", line)
             taken += 1
             self._bind_loop_target(frame, stmt.target, item, line)
             try:
@@ -1373,15 +1379,20 @@ class Emitter:
                 if exit_.kind == "break":
                     break
         complete = taken == len(items) and not frame.returned
+        if live and complete:  # and where it would take one more
+            later.append((len(self.steps), taken))
+            self._add(frame, "", line)
         expected = runtime.LoopItems(tuple(items[:taken]), tuple(self._item_label(i) for i in items[:taken]), complete)
         alias = f"loop__{len(self.globals)}"
         self.globals[alias] = expected
         iterable = _loop_iterable(stmt.iter, frame.rename)
         code = _code(stmt.iter).strip()
-        step = self.steps[check]
-        self.steps[check] = Step(
-            code=f"{RUNTIME}.expect_loop({iterable}, {alias}, {self._origin(frame, line)!r}, {code!r})\n",
-            origin=step.origin, target=None, scopes=step.scopes, modules=step.modules, reads=step.reads)
+        where = self._origin(frame, line)
+        for at, call in [(check, f"expect_loop({iterable}, "), *((at, f"expect_loop_item({iterable}, {index}, ")
+                                                                 for at, index in later)]:
+            step = self.steps[at]
+            self.steps[at] = Step(code=f"{RUNTIME}.{call}{alias}, {where!r}, {code!r})\n", origin=step.origin, target=None,
+                                  scopes=step.scopes, modules=step.modules, reads=step.reads)
 
     def _item_label(self, item: Any) -> str:
         """How a loop item is named in a LoopMismatch: a module by its path."""

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import inspect
+import itertools
 import operator
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -522,6 +523,29 @@ def expect_loop(iterable: Any, expected: LoopItems, where: str, code: str) -> No
             raise LoopMismatch(f"{where}: `{code}` gives {describe_item(item)} as item {index} for these inputs, but gave "
                                f"{label} when the subgraphs were emitted; emit them again for inputs and a model "
                                "like these")
+
+
+_NO_ITEM = object()
+
+
+def expect_loop_item(iterable: Any, index: int, expected: LoopItems, where: str, code: str) -> None:
+    """Run-time check where an unrolled loop takes a later item, for an iterable that can change as Python reads it
+    (emit/liveloop.py): evaluated again, it still gives the item the subgraphs were unrolled for at `index`; after
+    the last item of a loop that ran to its end, it gives no more."""
+    if not CHECKS.get():
+        return
+    got = next(itertools.islice(iter(iterable), index, None), _NO_ITEM)
+    if index < len(expected.items):
+        if got is not _NO_ITEM and _same_item(got, expected.items[index]):
+            return
+        raise LoopMismatch(f"{where}: where the loop takes item {index}, `{code}` evaluated again gives "
+                           f"{'no item' if got is _NO_ITEM else describe_item(got)} there, but the subgraphs were "
+                           f"unrolled for {expected.labels[index]}: what the loop reads changed while it ran (Python "
+                           "reads the iterable one item at a time); emit them again for inputs and a model like these")
+    if got is not _NO_ITEM and expected.complete:  # (a loop the forward left at a `break` takes no more)
+        raise LoopMismatch(f"{where}: after the {index} items the subgraphs were unrolled for, `{code}` evaluated again "
+                           f"gives one more ({describe_item(got)}): what the loop reads grew while it ran, and Python "
+                           "would run the body for it too; emit them again for inputs and a model like these")
 
 
 def _same_item(item: Any, want: Any) -> bool:

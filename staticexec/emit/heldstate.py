@@ -31,7 +31,7 @@ def held_by_model(model: Any, written: dict) -> tuple[str, str] | None:
         for item in _with_items(value):
             ids.setdefault(id(item), name)
             if isinstance(item, torch.Tensor):
-                ptr = _memory(item)
+                ptr = memory_of(item)
                 if ptr:
                     memory.setdefault(ptr, name)
     if not ids:
@@ -47,7 +47,7 @@ def held_by_model(model: Any, written: dict) -> tuple[str, str] | None:
                 for item in _with_items(held):
                     name = ids.get(id(item))
                     if name is None and memory and isinstance(item, torch.Tensor):
-                        name = memory.get(_memory(item))
+                        name = memory.get(memory_of(item))
                     if name is not None:
                         article = "an" if kind == "attribute" else "a"
                         where = f"`{prefix}{attr}`, {article} {kind} of {'the model' if not path else 'module ' + repr(path)}"
@@ -64,9 +64,9 @@ def _with_items(value: Any) -> list:
     return [value]
 
 
-def _memory(tensor: Any) -> int:
+def memory_of(tensor: Any) -> int:
     """Where a tensor's memory starts (its storage's, so shared by its views); 0 for one with none of its own
-    (empty, meta, or a subclass without storage)."""
+    (empty, meta, sparse, or a subclass without storage)."""
     try:
         return tensor.untyped_storage().data_ptr()
     except (RuntimeError, NotImplementedError, TypeError):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from staticexec.emit.constants import ChainConstants, keyword_defaults
-from staticexec.emit.heldstate import held_by_model
+from staticexec.emit.heldstate import held_by_model, memory_of
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
@@ -608,20 +608,11 @@ def _views_another(value: Any, name: str, inputs: dict) -> bool:
 
     if not isinstance(value, torch.Tensor):
         return False
-    try:
-        ptr = value.untyped_storage().data_ptr()
-    except (RuntimeError, NotImplementedError):  # a tensor with no storage of its own (meta, sparse, subclass)
+    ptr = memory_of(value)
+    if not ptr:  # empty, or no storage of its own (meta, sparse, a subclass)
         return False
-    if not ptr:  # empty
-        return False
-    for other, v in inputs.items():
-        if other != name and isinstance(v, torch.Tensor) and v is not value:
-            try:
-                if v.untyped_storage().data_ptr() == ptr:
-                    return True
-            except (RuntimeError, NotImplementedError):
-                continue
-    return False
+    return any(other != name and isinstance(v, torch.Tensor) and v is not value and memory_of(v) == ptr
+               for other, v in inputs.items())
 
 
 _COLLECTORS = (dict, list, collections.defaultdict)  # what a wrapper publishes for the body to add to

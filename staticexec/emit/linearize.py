@@ -109,6 +109,13 @@ class _Replace(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+def _read_in_place(node: ast.AST, callees: set[int]) -> bool:
+    """Whether a value is read where it stands, not taken out: a name, a constant (`-1` too), a starred or
+    formatted part (its value is taken out on its own), a callee that stays with its call."""
+    return (isinstance(node, (ast.Name, ast.Constant, ast.Starred, ast.FormattedValue)) or id(node) in callees
+            or isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant))
+
+
 def linearize(code: str, target_funcs: list[str], prefix: str) -> list[Piece]:
     """Take apart a simple statement that calls the targets whose callees read `target_funcs`, each once.
     Temporaries are named `{prefix}{n}`."""
@@ -130,9 +137,7 @@ def linearize(code: str, target_funcs: list[str], prefix: str) -> list[Piece]:
     names: dict[int, str] = {}
     pieces: list[Piece] = []
     for node in order[: last + 1]:
-        if isinstance(node, (ast.Name, ast.Constant, ast.Starred, ast.FormattedValue)) or id(node) in callees:
-            continue
-        if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):  # -1
+        if _read_in_place(node, callees):
             continue
         value = _Replace(names).generic_visit(node) if not isinstance(node, _LAZY) else node
         name = f"{prefix}{len(names)}"
@@ -163,10 +168,6 @@ def evaluated_before(code: str, target_func: str) -> str | None:
     inside = {id(n) for n in ast.walk(call)}
     callees = {id(n.func) for n in order if isinstance(n, ast.Call) and _stays(n.func)}
     for node in order[: order.index(call)]:
-        if id(node) in inside or id(node) in callees or isinstance(node, (ast.Name, ast.Constant, ast.Starred)):
-            continue
-        if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):  # -1
-            continue
-        return ast.unparse(node)
+        if id(node) not in inside and not _read_in_place(node, callees):
+            return ast.unparse(node)
     return None
-

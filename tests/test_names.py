@@ -55,7 +55,8 @@ def _reader(folder, name: str, head: str, member: str) -> tuple:
     """A file that imports a module as `head` and reads `head.member` on its last line: the file, and
     the positions of `head` and of `member` on that line."""
     path = folder / f"{name}.py"
-    imports = {"h": "import helpers as h", "nn": "from torch import nn", "act": "from transformers import activations as act"}
+    imports = {"h": "import helpers as h", "nn": "from torch import nn", "act": "from transformers import activations as act",
+               "g": "from transformers.utils import generic as g"}
     path.write_text(f"{imports[head]}\n\n\nx = {head}.{member}\n")
     from staticexec.analysis.source import load_file
 
@@ -76,6 +77,7 @@ def _counting_goto(monkeypatch) -> list:
 
 
 def test_a_member_of_an_installed_module_is_asked_of_jedi_once_whichever_file_reads_it(tmp_path, monkeypatch):
+    """`g._is_torch_available` is bound twice in its module (a `try` and its `except`): jedi answers, once."""
     from staticexec.analysis.names import NameResolver
     from staticexec.analysis.session import isolated
 
@@ -85,15 +87,31 @@ def test_a_member_of_an_installed_module_is_asked_of_jedi_once_whichever_file_re
         names = NameResolver()
         found = []
         for name in ("reader_a", "reader_b"):
-            sf, head, member = _reader(tmp_path, name, "act", "GELUActivation")
+            sf, head, member = _reader(tmp_path, name, "g", "_is_torch_available")
             owner = names.goto(sf, *head)
-            assert (owner.kind, owner.module) == ("module", "transformers.activations")
-            found.append(names.goto_member(sf, owner.module, "GELUActivation", *member))
-        assert len(asked) == 3  # `act` in each file, `act.GELUActivation` in the first only
-        assert found[0] == found[1]
-        assert (found[0].module, found[0].qualname, found[0].kind) == ("transformers.activations", "GELUActivation", "class")
-        # and it is jedi's own answer in the second file
-        assert NameResolver().goto(sf, *member) == found[1]
+            assert (owner.kind, owner.module) == ("module", "transformers.utils.generic")
+            found.append(names.goto_member(sf, owner.module, "_is_torch_available", *member))
+        assert len(asked) == 3  # `g` in each file, `g._is_torch_available` in the first only
+        assert found[0] == found[1] is not None
+        # and it is jedi's own answer in the second file (of the two bindings, either line)
+        again = NameResolver().goto(sf, *member)
+        assert (again.module, again.qualname, again.kind) == (found[1].module, found[1].qualname, found[1].kind)
+
+
+def test_a_member_bound_plainly_is_followed_without_jedi_to_jedi_s_answer(tmp_path, monkeypatch):
+    """`act.GELUActivation`, a class statement of its module: follow.py reads it there."""
+    from staticexec.analysis.names import NameResolver
+    from staticexec.analysis.session import isolated
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with isolated():
+        sf, head, member = _reader(tmp_path, "reader_f", "act", "GELUActivation")
+        jedi_answer = NameResolver().goto(sf, *member)
+        asked = _counting_goto(monkeypatch)
+        found = NameResolver().goto_member(sf, "transformers.activations", "GELUActivation", *member)
+        assert asked == []
+        assert (found.module, found.qualname, found.kind) == (jedi_answer.module, jedi_answer.qualname, "class") \
+            == ("transformers.activations", "GELUActivation", "class")
 
 
 def test_a_name_of_torch_is_looked_up_in_torch_with_jedi_s_answer(tmp_path, monkeypatch):
@@ -115,7 +133,7 @@ def test_a_name_of_torch_is_looked_up_in_torch_with_jedi_s_answer(tmp_path, monk
             == ("torch.nn.modules.linear", "Linear", "class")
 
 
-def test_a_member_of_a_module_that_may_be_edited_is_asked_where_it_is_read(tmp_path, monkeypatch):
+def test_a_member_of_a_module_that_may_be_edited_is_read_where_it_is_now(tmp_path, monkeypatch):
     from staticexec.analysis.names import NameResolver
     from staticexec.analysis.session import isolated
 
@@ -133,7 +151,7 @@ def test_a_member_of_a_module_that_may_be_edited_is_asked_where_it_is_read(tmp_p
         os.utime(tmp_path / "helpers.py", (later, later))
         sf, head, member = _reader(tmp_path, "reader_d", "h", "Block")
         assert names.goto_member(sf, "helpers", "Block", *member).line == 3
-        assert len(asked) == 3  # `h` in the first file, `h.Block` in both
+        assert len(asked) == 1  # `h` in the first file; `h.Block` followed in helpers.py, read again once changed
 
 
 READ_BACK = """

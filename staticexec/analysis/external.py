@@ -19,7 +19,9 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+from dataclasses import dataclass
 from typing import Any
+
 from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, run_in_block
 
@@ -48,41 +50,54 @@ def only_import(sf: SourceFile, name: str) -> tuple[str, str | None] | None:
     return _imports(sf).get(name)
 
 
+@dataclass(frozen=True)
+class Binding:
+    """One statement that binds a module-level name: an import of `module` (of its `member`, `level` dots
+    up for a relative import; `import a.b` binds `a`, as module "a"), or another statement (`node`)."""
+
+    module: str | None = None
+    member: str | None = None
+    level: int = 0
+    node: ast.AST | None = None
+
+
+def bindings(sf: SourceFile) -> dict[str, list[Binding]] | None:
+    """Every statement run at a file's module level that binds each name, in order; names a `global`
+    statement declares (which may rebind them elsewhere) left out. None when the file has an `import *`,
+    which binds names no statement spells."""
+    table = current().table("external.bindings")  # by content hash
+    if sf.hash not in table:
+        table[sf.hash] = _bindings(sf.tree)
+    return table[sf.hash]
+
+
+def _bindings(tree: ast.Module) -> dict[str, list[Binding]] | None:
+    out: dict[str, list[Binding]] = {}
+    for node in run_in_block(tree.body):  # the statements run at module level
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                out.setdefault(bound, []).append(Binding(alias.name if alias.asname else bound, node=node))
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                out.setdefault(alias.asname or alias.name, []).append(
+                    Binding(node.module or "", alias.name, node.level, node))
+        else:
+            for bound in statement_binds(node):
+                out.setdefault(bound, []).append(Binding(node=node))
+    rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+    return {name: found for name, found in out.items() if name not in rebound}
+
+
 def _imports(sf: SourceFile) -> dict[str, tuple[str, str | None]]:
     table = current().table("external.imports")  # by content hash
     found = table.get(sf.hash)
     if found is None:
-        found = table[sf.hash] = _index(sf.tree)
+        found = table[sf.hash] = {name: (only[0].module, only[0].member) for name, only in (bindings(sf) or {}).items()
+                                  if len(only) == 1 and only[0].module is not None and only[0].level == 0}
     return found
-
-
-def _index(tree: ast.Module) -> dict[str, tuple[str, str | None]]:
-    bindings: dict[str, list] = {}
-    star = False
-    for node in run_in_block(tree.body):  # the statements run at module level
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    bindings.setdefault(alias.asname, []).append((alias.name, None))
-                else:
-                    root = alias.name.split(".")[0]
-                    bindings.setdefault(root, []).append((root, None))
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            for alias in node.names:
-                if alias.name == "*":
-                    star = True
-                    continue
-                bindings.setdefault(alias.asname or alias.name, []).append(
-                    (module, alias.name) if node.level == 0 else None)
-        else:
-            for bound in statement_binds(node):
-                bindings.setdefault(bound, []).append(None)
-    if star:
-        return {}
-    rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
-    return {name: only[0] for name, only in bindings.items()
-            if len(only) == 1 and only[0] is not None and name not in rebound}
 
 
 def statement_binds(node: ast.AST) -> set[str]:

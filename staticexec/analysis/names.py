@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import jedi
 
-from staticexec.analysis import external, lazy
+from staticexec.analysis import external, follow, lazy
 from staticexec.analysis.session import current
 from staticexec.analysis.source import SourceFile, known_module, load_file, module_for_path, real_path
 
@@ -136,7 +136,7 @@ class NameResolver:
         """
         key = (sf.path, sf.hash, name)
         if key not in self._globals:
-            found = self.external_global(sf, name)
+            found = self.followed(sf, name)
             if found is None:
                 found = self.goto(sf, line, column)
             if found is None:  # jedi finds nothing: a name transformers exports lazily, perhaps
@@ -146,11 +146,22 @@ class NameResolver:
             self._globals[key] = found
         return self._globals[key]
 
-    def external_global(self, sf: SourceFile, name: str) -> Definition | None:
-        """A module-level name the file binds only by an import from code the analysis never enters
-        (external.py), as the imported module holds it; None for any other name."""
-        imported = external.imported_from(sf, name)
-        return self._external(*imported) if imported is not None else None
+    def followed(self, sf: SourceFile, name: str) -> Definition | None:
+        """A module-level name followed through the files' own statements (follow.py), a name imported from
+        code the analysis never enters as the imported module holds it (external.py); None where they
+        don't say, for jedi to answer."""
+        return self._noted(follow.definition(sf, name))
+
+    def _noted(self, found: tuple | None) -> Definition | None:
+        """jedi's fields of a definition found without it, as a `Definition`, the file of a module noted."""
+        if found is None:
+            return None
+        defn = Definition(*found)
+        if defn.kind == "module" and defn.path:
+            known_path = self._module_paths.setdefault(defn.module, defn.path)
+            if known_path != defn.path:
+                self._module_paths[defn.module] = ""
+        return defn
 
     def goto_member(self, sf: SourceFile, module: str, name: str, line: int, column: int) -> Definition | None:
         """The definition of `<module>.<name>`, read at (line, column) of a file where the name before
@@ -168,7 +179,7 @@ class NameResolver:
             self._members[key] = found
             return found
         path = self._module_paths.get(module)
-        found = self.goto(sf, line, column) or self.lazy(module, name)
+        found = self._noted(follow.member(module, name)) or self.goto(sf, line, column) or self.lazy(module, name)
         if path and real_path(path).startswith(_INSTALLED):
             self._members[key] = found
         return found

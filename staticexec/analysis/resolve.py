@@ -575,7 +575,7 @@ class Resolver(ClassIndex):
             defn = self.names.goto_member(ctx.sf, module, node.attr.value, line, col)
         else:
             # a name no local binds, read in a function not nested in another: the module-level name
-            found = self.names.external_global(ctx.sf, node.value) if isinstance(node, cst.Name) \
+            found = self.names.followed(ctx.sf, node.value) if isinstance(node, cst.Name) \
                 and not is_nested_function(ctx.sf, ctx.ref.qualname) else None
             defn = found if found is not None else self.names.goto(ctx.sf, line, col)
         value = self.definition_value(defn, f"`{ctx.code(node)}` is not resolved by jedi", line)

@@ -45,6 +45,30 @@ FILES = {
         def helper():
             pass
         """,
+    "exports.py": """
+        from .blocks import make, SIZE
+
+        __all__ = ["make"]
+        """,
+    "reexport.py": """
+        from .exports import *
+        from .decorated import Late
+        """,
+    "dynamic.py": "__all__ = sorted(['b', 'a'])\n",
+    "stardynamic.py": "from .dynamic import *\n",
+    "decorated.py": """
+        def wrap(cls):
+            return cls
+
+
+        class Late:
+            pass
+
+
+        Late = wrap(Late)
+        Early = Late
+        """,
+    "oneline.py": "COUNT = 1\ndef bump(): global COUNT; COUNT += 1\n",
     "sub/__init__.py": "",
     "sub/deep.py": """
         from ..blocks import make as build
@@ -94,6 +118,12 @@ def _follow(package, module: str, name: str):
     (".sub.deep", "build", ("follow_pkg.blocks", "make", "function")),  # two dots up
     (".sub.deep", "follow_pkg", ("follow_pkg", "", "module")),  # `import a.b` binds `a`
     (".sub.deep", "me", ("follow_pkg.sub.deep", "", "module")),
+    # an `import *` of a module without `__all__` binds only its public names: not `helper`
+    (".helpers", "helper", ("follow_pkg.helpers", "helper", "function")),
+    (".helpers", "make", ("follow_pkg.blocks", "make", "function")),
+    (".reexport", "make", ("follow_pkg.blocks", "make", "function")),  # named by exports.py's `__all__`
+    # read from another module once decorated.py has run: the last of its two bindings holds
+    (".reexport", "Late", ("follow_pkg.decorated", "Late", "statement")),
 ])
 def test_a_name_bound_once_plainly_is_followed_to_its_definition(package, module, name, expected):
     assert _follow(package, module, name) == expected
@@ -103,8 +133,12 @@ def test_a_name_bound_once_plainly_is_followed_to_its_definition(package, module
     (".blocks", "first", "bound by a tuple target"),
     (".blocks", "__name__", "set by the import system, not a builtin"),
     (".blocks", "undefined_anywhere", "bound nowhere, and not a builtin"),
-    (".helpers", "helper", "the file has an `import *`: it may bind any name"),
+    (".helpers", "Block", "bound by a `try`, its `except`, and the `import *` of blocks.py"),
+    (".reexport", "SIZE", "exports.py binds it, but its `__all__` does not name it"),
+    (".stardynamic", "a", "an `__all__` that is not a list of strings"),
+    (".decorated", "Late", "read in its own file, where which binding holds depends on where it is read"),
     (".sub.deep", "Exported", "a function declares it global"),
+    (".oneline", "COUNT", "a function declares it global, on the line of its `def`"),
     (".sub.deep", "Thing", "a relative import above the top-level package"),
 ])
 def test_what_the_statements_do_not_say_is_left_to_jedi(package, module, name, why):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,17 +62,20 @@ class Binding:
     node: ast.AST | None = None
 
 
-def bindings(sf: SourceFile) -> dict[str, list[Binding]] | None:
+def bindings(sf: SourceFile) -> dict[str, list[Binding]]:
     """Every statement run at a file's module level that binds each name, in order; names a `global`
-    statement declares (which may rebind them elsewhere) left out. None when the file has an `import *`,
-    which binds names no statement spells."""
+    statement declares (which may rebind them elsewhere) left out. Each `import *` is kept under the name
+    "*" (member "*"): it binds names no statement of the file spells."""
     table = current().table("external.bindings")  # by content hash
     if sf.hash not in table:
-        table[sf.hash] = _bindings(sf.tree)
+        table[sf.hash] = _bindings(sf.tree, sf.text)
     return table[sf.hash]
 
 
-def _bindings(tree: ast.Module) -> dict[str, list[Binding]] | None:
+_DECLARES = re.compile(r"(?:^|[;:])[ \t]*(?:global|nonlocal)[ \t]+\w", re.MULTILINE)  # a line that may be such a statement
+
+
+def _bindings(tree: ast.Module, text: str) -> dict[str, list[Binding]]:
     out: dict[str, list[Binding]] = {}
     for node in run_in_block(tree.body):  # the statements run at module level
         if isinstance(node, ast.Import):
@@ -80,14 +84,13 @@ def _bindings(tree: ast.Module) -> dict[str, list[Binding]] | None:
                 out.setdefault(bound, []).append(Binding(alias.name if alias.asname else bound, node=node))
         elif isinstance(node, ast.ImportFrom):
             for alias in node.names:
-                if alias.name == "*":
-                    return None
                 out.setdefault(alias.asname or alias.name, []).append(
                     Binding(node.module or "", alias.name, node.level, node))
         else:
             for bound in statement_binds(node):
                 out.setdefault(bound, []).append(Binding(node=node))
-    rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+    rebound = {n for node in ast.walk(tree) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names} \
+        if _DECLARES.search(text) else ()  # (a walk of the whole tree, for the few files that may hold one)
     return {name: found for name, found in out.items() if name not in rebound}
 
 
@@ -95,8 +98,10 @@ def _imports(sf: SourceFile) -> dict[str, tuple[str, str | None]]:
     table = current().table("external.imports")  # by content hash
     found = table.get(sf.hash)
     if found is None:
-        found = table[sf.hash] = {name: (only[0].module, only[0].member) for name, only in (bindings(sf) or {}).items()
-                                  if len(only) == 1 and only[0].module is not None and only[0].level == 0}
+        bound = bindings(sf)
+        found = table[sf.hash] = {} if "*" in bound else {
+            name: (only[0].module, only[0].member) for name, only in bound.items()
+            if len(only) == 1 and only[0].module is not None and only[0].level == 0}
     return found
 
 

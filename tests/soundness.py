@@ -21,7 +21,8 @@ appended, a forward replaced; it must give the same result on every copy, so it 
 builds), and `batches()` gives further samples (a later batch with another value of a keyword,
 another length). Each sample is run through the chain as llm-compressor's pipeline runs it, every
 subgraph twice, and compared with a fresh copy's own forward on the same sample (`after_emit`
-applied to that copy too). A `cleanup()` undoes what `build()` or `after_emit` changed outside the
+applied to that copy too); then once more as the pipeline runs it with its cache offloaded to another
+device than the model's (`run_chain(offloaded=True)`: each name's tensors come back as copies of their own). A `cleanup()` undoes what `build()` or `after_emit` changed outside the
 instance (a class attribute, a global hook).
 
 An outcome is one of: `ok` (every sample's chain equals the model's own forward exactly, and every
@@ -184,9 +185,12 @@ def _run(case: Case, module: Any, model: Any, sample: dict, chain: list) -> Outc
         after_emit(reference)
     more = getattr(module, "batches", None)
     samples = [(sample, ref_sample)] + (list(zip(more(), more())) if more is not None else [])
+    # the offloaded pass on samples of its own: a forward may write its sample in place
+    again = [(module.build()[1], module.build()[1])] + (list(zip(more(), more())) if more is not None else [])
     targets = set(select_targets(model, case.targets, warn=False).classes)
-    for n, (batch, ref_batch) in enumerate(samples):
-        which = "the sample" if n == 0 else f"batch {n}"
+    runs = [(n, *pair, False) for n, pair in enumerate(samples)] + [(n, *pair, True) for n, pair in enumerate(again)]
+    for n, batch, ref_batch, offloaded in runs:
+        which = ("the sample" if n == 0 else f"batch {n}") + (", the cache offloaded" if offloaded else "")
         own = _Calls(reference, targets)
         try:
             with torch.no_grad():
@@ -199,7 +203,7 @@ def _run(case: Case, module: Any, model: Any, sample: dict, chain: list) -> Outc
         log = _Calls(model, targets)
         try:
             with torch.no_grad():  # as llm-compressor's pipeline runs it: each subgraph twice, on the same inputs
-                out = run_chain(model, chain, batch, before=log.enter, twice=True)
+                out = run_chain(model, chain, batch, before=log.enter, twice=True, offloaded=offloaded)
         except Exception as exc:
             kinds = {type(exc).__name__} | {m.kind for m in getattr(exc, "messages", ())}
             if type(exc).__module__.startswith("staticexec"):

@@ -479,13 +479,13 @@ def test_second_batch_is_another_seed_and_length_with_padding(llama):
 
 
 def _spy_chains(monkeypatch, change=None):
-    """Record every run_chain verify makes (sequence length, twice); `change` may alter or refuse a run."""
+    """Record every run_chain verify makes (sequence length, twice, offloaded); `change` may alter or refuse a run."""
     runs = []
     real = run_chain
 
-    def spy(model, subgraphs, inputs, before=None, twice=False):
-        runs.append((inputs["input_ids"].shape[-1], twice))
-        out = real(model, subgraphs, inputs, before=before, twice=twice)
+    def spy(model, subgraphs, inputs, before=None, twice=False, offloaded=False):
+        runs.append((inputs["input_ids"].shape[-1], twice, offloaded))
+        out = real(model, subgraphs, inputs, before=before, twice=twice, offloaded=offloaded)
         return change(inputs, out) if change else out
 
     monkeypatch.setattr("staticexec.emit.run.run_chain", spy)
@@ -496,8 +496,9 @@ def test_verify_runs_each_chain_twice_on_the_sample_and_on_a_second_batch(monkey
     runs = _spy_chains(monkeypatch)
     verdict = V.verify("LlamaForCausalLM")
     assert verdict.status == "ok", verdict.reason
-    assert (16, True) in runs and (V.SECOND_LEN, True) in runs
-    assert (16, False) in runs and (V.SECOND_LEN, False) in runs
+    # the second run of each as the pipeline runs it where that is strictest: twice, its cache offloaded
+    assert (16, True, True) in runs and (V.SECOND_LEN, True, True) in runs
+    assert (16, False, False) in runs and (V.SECOND_LEN, False, False) in runs
 
 
 def test_verify_reports_a_mismatch_on_the_second_batch(monkeypatch):

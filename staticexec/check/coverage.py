@@ -85,7 +85,8 @@ def render(data: dict) -> str:
         f"transformers {data.get('transformers', '?')}. \"ok\" means: at least one target call, one subgraph per "
         "target call plus one, every target module called exactly once and inside exactly one subgraph, and every "
         "value the output holds (tensors `torch.equal`, caches, dicts, other values) equal to the model's own "
-        "forward's, with every subgraph run twice as llm-compressor runs it, on the sample and on a second batch "
+        "forward's, with every subgraph run twice as llm-compressor runs it (its cache offloaded to another device: "
+        "each name's tensors come back as copies of their own), on the sample and on a second batch "
         "(another seed and length, padded), on a tiny random model built from the architecture's config class.",
         "",
     ]

@@ -7,7 +7,8 @@ number of subgraphs is the number of target calls plus one; each target module
 is called exactly once, inside exactly one subgraph, in the model's order; and
 every value the output holds is equal to the model's own (`compare`: tensors
 `torch.equal`, caches, dicts, dataclasses, other values). The chain runs once,
-then with every subgraph run twice as llm-compressor runs it, on the sample and
+then with every subgraph run twice as llm-compressor runs it (its cache offloaded to another
+device: each name's tensors come back as copies of their own), on the sample and
 on a second batch (another seed and length, padded: `second_batch`). A second
 batch that takes another branch than the sample is "sample-bound", not ok; a
 usage error raised inside the pipeline is an "error" (a bug), not "n/a".
@@ -520,7 +521,9 @@ def _analyse_model(model: Any, targets: list[str], label: str) -> Any:
 
 def chain_problem(model: Any, subgraphs: list, sample: dict, log: _CallLog, own_calls: list, expected: Any) -> str:
     """'' when the chain reproduces `expected` exactly with each target called once, in its own subgraph,
-    run once and then as llm-compressor runs it (every subgraph twice on the same inputs)."""
+    run once and then as llm-compressor runs it where that is strictest: every subgraph twice on the same
+    inputs, its cache offloaded to another device than the model's (each name's tensors come back as
+    copies of their own: `run_chain(offloaded=True)`)."""
     import torch
 
     from staticexec.emit.run import run_chain
@@ -532,10 +535,10 @@ def chain_problem(model: Any, subgraphs: list, sample: dict, log: _CallLog, own_
         problem = _check_calls(own_calls, log.calls, len(subgraphs)) or compare(expected, out["forward_output"])
         if not problem:
             with torch.no_grad():
-                again = run_chain(model, subgraphs, sample, twice=True)
+                again = run_chain(model, subgraphs, sample, twice=True, offloaded=True)
             problem = compare(expected, again["forward_output"])
             if problem:
-                problem = f"run twice per subgraph: {problem}"
+                problem = f"run twice per subgraph, the cache offloaded: {problem}"
     finally:
         log.calls.clear()
         log.current = -1

@@ -26,6 +26,7 @@ from functools import lru_cache
 from staticexec.emit import state
 from staticexec.emit.constants import share_constants
 from staticexec.emit.run import Subgraph
+from staticexec.emit.shared import keep_identity
 from staticexec.messages import ClosureAcrossCut, Refused
 
 
@@ -625,6 +626,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         sg.live_globals = tuple((alias, *live[alias]) for alias in sorted(loaded & live.keys()))
         chain.append(sg)
     share_constants(chain, [*input_names, *keywords])
+    keep_identity(chain)
     return chain
 
 

@@ -189,6 +189,7 @@ class Subgraph:
     live_globals: tuple = field(default=(), repr=False)  # (global, module namespace, name): read afresh each run
     constants: ChainConstants | None = field(default=None, repr=False)  # shared by the chain (emit/constants.py)
     omits: frozenset = frozenset()  # outputs it leaves out of the cache while they hold the chain's constant
+    keeps_identity: frozenset = frozenset()  # names whose tensors travel as one where two reach one (emit/shared.py)
     constant_inputs: frozenset = frozenset()  # inputs it binds to the chain's constant when not given them
     _expected: list | None = field(default=None, repr=False)  # the target modules entered at the last good run
     _ran: list | None = field(default=None, repr=False)  # every module entered on its first complete run
@@ -293,12 +294,13 @@ class Subgraph:
                 if given_on is out:
                     given_on = dict(out)
                 given_on[k] = values[k]
-        if all(map(_is_atom, given_on.values())):  # atoms and tensors (a layer's hidden states): nothing to pack, nothing held
+        if not self.keeps_identity and all(map(_is_atom, given_on.values())):
+            # atoms and tensors (a layer's hidden states): nothing to pack, nothing held
             if self.omits:
                 self.constants.leave_out(self.omits, given_on)
             return given_on  # a dict of its own: the code's, or the one made above
         # one object later subgraphs reach under two names travels held, as one (emit/shared.py)
-        held = shared_names(given_on, inputs, self.consumed_names) if self.gives_on else ()
+        held = shared_names(given_on, inputs, self.consumed_names, self.keeps_identity) if self.gives_on else ()
         result = {k: Held(v) if k in held else _pack(v) for k, v in given_on.items()}
         for k in held - given_on.keys():  # an input it leaves in the cache: given on with the others
             result[k] = Held(values[k] if k in values else inputs[k])
@@ -442,7 +444,8 @@ def _copied_inputs(sg: Subgraph, inputs: dict) -> tuple:
     unpacked = inputs  # alive while copied: the memo is keyed by id
     memo: dict = {}
     written: dict = {}
-    if sg.written_inputs:  # copied first, so that a tensor input they hold shares their copy
+    if sg.written_inputs or any(type(v) is Held for v in inputs.values()):
+        # copied first, so that a tensor input they hold shares their copy; a held tensor taken as a tensor
         unpacked = {k: _unpack(v) if _kind(type(v)) > _TENSOR_KIND else v for k, v in inputs.items()}
         written = {k: _fresh(unpacked[k], memo, True) for k in sorted(sg.written_inputs)
                    if not _views_another(unpacked[k], k, unpacked)}
@@ -955,14 +958,18 @@ def _as_cached(value: Any, clone: bool = False) -> Any:
 
 
 def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
-              before: Callable[[Subgraph], None] | None = None, twice: bool = False) -> dict:
+              before: Callable[[Subgraph], None] | None = None, twice: bool = False,
+              offloaded: bool = False) -> dict:
     """Run a chain as llm-compressor's sequential pipeline does; the last subgraph's outputs.
 
     Strict as its cache is: every input name must exist (from the inputs or an earlier
     subgraph), every consumed name must exist when it is deleted, and values are rebuilt
     between subgraphs as the cache rebuilds them. With `twice`, each subgraph runs a second
     time on the same inputs (the pipeline's calibration and propagation passes): both runs
-    must give the same outputs and leave the inputs as they were.
+    must give the same outputs and leave the inputs as they were. With `offloaded`, each fetch
+    gives every tensor as a copy of its own, as the cache does when it offloads to another device
+    than the model's (it moves each value back on its own: two names for one tensor come back as
+    two tensors), and again for the second run; a held value (emit/shared.py) comes back as it is.
     """
     unknown = sorted(inputs.keys() - subgraphs[0].input_names) if subgraphs else []
     if unknown:  # the first subgraph takes every key of the sample it was emitted for
@@ -977,13 +984,15 @@ def run_chain(model: Any, subgraphs: list[Subgraph], inputs: dict,
         if missing:
             raise ContractError(f"subgraph {sg.index} needs {missing}, which neither the inputs nor an earlier "
                                 "subgraph provide")
-        args = {k: values[k] for k in sg.input_names if k in values}
+        args = {k: _as_cached(values[k], clone=offloaded) for k in sg.input_names if k in values}
         if twice:
             kept = {k: _as_cached(v, clone=True) for k, v in args.items()}
             first = sg.forward(model, **args)
             _check_unchanged(sg, kept, args)
             if before is not None:
                 before(sg)
+            if offloaded:  # the pipeline fetches the inputs again for its second pass: copies again
+                args = {k: _as_cached(values[k], clone=True) for k in sg.input_names if k in values}
         out = sg.forward(model, **args)
         if twice:
             _check_unchanged(sg, kept, args)

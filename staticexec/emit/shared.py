@@ -10,9 +10,16 @@ and the inputs it leaves there (those it does not consume). When a list, dict or
 be changed is reached twice among them, every value that reaches it is given on inside a `Held`: an object
 the cache keeps as it is (it rebuilds only containers and dataclasses), so the later subgraph that takes
 those values unwraps them and finds one object again, as the forward has it. Tuples and frozen dataclasses
-are looked into but not counted (nothing can be changed through them); tensors and other objects keep their
-identity through the cache on the device they are on. The values that carry a forward wrapper between
-subgraphs (`WrapperState`, `WrapperScope`) are made to travel as they do and are not looked into.
+are looked into but not counted (nothing can be changed through them). The values that carry a forward
+wrapper between subgraphs (`WrapperState`, `WrapperScope`) are made to travel as they do and are not looked
+into.
+
+Tensors keep their identity through the cache only on the device they are on: a cache that offloads to
+another device moves each value back on its own, and two names for one tensor come back as two tensors.
+That changes what the forward computes only where a later subgraph writes a tensor in place and reads it,
+or another name for it, after (`alias.mul_(3); return extra + alias`). So the tensors reached by the names
+such a subgraph takes (`keeps_identity`, set on each subgraph for the chain after it) are counted too, by
+the memory they use (a view counts as its base), and travel held where two of those names reach the same.
 
 A held value is not moved to the cache's offload device: its tensors stay where the subgraph left them.
 """
@@ -20,8 +27,10 @@ A held value is not moved to the cache's offload device: its tensors stay where 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
+from staticexec.emit.heldstate import memory_of
 from staticexec.emit.runtime import WrapperScope, WrapperState
 
 
@@ -65,20 +74,38 @@ class _Shapes(dict):
 _shape = _Shapes().__getitem__
 
 
-def _walk(value: Any, name: str, seen: dict[int, tuple[str, Any]], twice: set[str]) -> None:
-    """Record each counted object under `value` with the name whose value reaches it; a name whose value reaches
-    one recorded before goes into `twice`, with the name that reached it first."""
+def _walk(value: Any, name: str, seen: dict, twice: set[str], tensors: bool = False) -> None:
+    """Record each counted object under `value` with the name whose value reaches it (with `tensors`, each
+    tensor too, by its memory); a name whose value reaches one recorded before goes into `twice`, with the
+    name that reached it first."""
     shape = _shape(type(value))
     if shape == _LEAF:
+        if tensors and isinstance(value, _tensor()):
+            memory = memory_of(value)
+            if memory:
+                _count(("memory", memory), value, name, seen, twice)
         return
-    if shape == _COUNTED:
-        first = seen.get(id(value))
-        if first is not None:
-            twice.update((first[0], name))
-            return
-        seen[id(value)] = (name, value)  # the object kept alive with it: ids are not reused while it runs
+    if shape == _COUNTED and not _count(id(value), value, name, seen, twice):
+        return
     for item in _items(value):
-        _walk(item, name, seen, twice)
+        _walk(item, name, seen, twice, tensors)
+
+
+def _count(key: Any, value: Any, name: str, seen: dict, twice: set[str]) -> bool:
+    """Record `value` under `key` with `name`; False when a name recorded it before (both go into `twice`)."""
+    first = seen.get(key)
+    if first is not None:
+        twice.update((first[0], name))
+        return False
+    seen[key] = (name, value)  # the object kept alive with it: ids are not reused while it runs
+    return True
+
+
+@functools.lru_cache(maxsize=1)
+def _tensor() -> type:
+    import torch
+
+    return torch.Tensor
 
 
 def _items(value: Any) -> Any:
@@ -92,16 +119,29 @@ def _items(value: Any) -> Any:
     return [getattr(value, f.name) for f in dataclasses.fields(value)]
 
 
-def shared_names(given_on: dict[str, Any], inputs: dict[str, Any], consumed: set[str]) -> set[str]:
+def shared_names(given_on: dict[str, Any], inputs: dict[str, Any], consumed: set[str],
+                 keeps_identity: frozenset = frozenset()) -> set[str]:
     """The names whose values reach a list, dict or dataclass that some other name, or another place in the
     same value, also reaches: among the values a subgraph gives on (`given_on`) and the inputs it was given
-    that stay in the cache for later ones (those not in `consumed`, nor given on in their place)."""
-    seen: dict[int, tuple[str, Any]] = {}
+    that stay in the cache for later ones (those not in `consumed`, nor given on in their place). Among the
+    names in `keeps_identity`, tensors count too."""
+    seen: dict = {}
     twice: set[str] = set()
     for name, value in given_on.items():
-        _walk(value, name, seen, twice)
+        _walk(value, name, seen, twice, name in keeps_identity)
     if seen:  # else nothing it gives on can share an object with what it leaves: that is as the cache gave it
         for name, value in inputs.items():
             if name not in consumed and name not in given_on:
-                _walk(value, name, seen, twice)
+                _walk(value, name, seen, twice, name in keeps_identity)
     return twice
+
+
+def keep_identity(chain: list) -> None:
+    """Set on each subgraph of a chain the names whose tensors must come back from the cache as the objects
+    they are: those a later subgraph takes that writes an input in place (it, or a name it reads after,
+    may hold the tensor it writes)."""
+    later: frozenset = frozenset()
+    for sg in reversed(chain):
+        sg.keeps_identity = later
+        if sg.written_inputs:
+            later = later | frozenset(sg.input_names)

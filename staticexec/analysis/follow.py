@@ -136,22 +136,23 @@ def _absolute(sf: SourceFile, module: str, level: int) -> str | None:
     return ".".join(base + ([module] if module else []))
 
 
-def _source(module: str) -> SourceFile | None:
-    """The file of a module, read under that name; None where it has none, or where the analysis has read
-    the same file under another name (a folder of remote code: then jedi names it)."""
+def _path(module: str) -> str | None:
+    """The file of a module; None where it has none, or where the analysis has read the same file under
+    another name (a folder of remote code: then jedi names it)."""
     path = module_path(module)
-    if path is None or known_module(path) not in (None, module):
-        return None
-    return load_module(module)
+    return path if path is not None and known_module(path) in (None, module) else None
+
+
+def _source(module: str) -> SourceFile | None:
+    """The file of a module, read under that name (`_path`)."""
+    return load_module(module) if _path(module) is not None else None
 
 
 def _module(module: str) -> tuple | None:
     if external.is_external(module):
         return _external(module, None)
-    path = module_path(module)
-    if path is None or known_module(path) not in (None, module):
-        return None
-    return module, "", "module", path, None
+    path = _path(module)
+    return (module, "", "module", path, None) if path is not None else None
 
 
 def _external(module: str, name: str | None) -> tuple | None:

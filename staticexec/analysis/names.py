@@ -121,10 +121,7 @@ class NameResolver:
                 module = known or jedi_module
             answer = Definition(module, qual, name.type, path, name.line)
             break
-        if answer is not None and answer.kind == "module" and answer.path:
-            known_path = self._module_paths.setdefault(answer.module, answer.path)
-            if known_path != answer.path:
-                self._module_paths[answer.module] = ""
+        self._note(answer)
         self._answers[key] = answer
         return answer
 
@@ -154,14 +151,16 @@ class NameResolver:
 
     def _noted(self, found: tuple | None) -> Definition | None:
         """jedi's fields of a definition found without it, as a `Definition`, the file of a module noted."""
-        if found is None:
-            return None
-        defn = Definition(*found)
-        if defn.kind == "module" and defn.path:
+        defn = Definition(*found) if found is not None else None
+        self._note(defn)
+        return defn
+
+    def _note(self, defn: Definition | None) -> None:
+        """The file a module definition names, kept by module name ("" once two files claim the name)."""
+        if defn is not None and defn.kind == "module" and defn.path:
             known_path = self._module_paths.setdefault(defn.module, defn.path)
             if known_path != defn.path:
                 self._module_paths[defn.module] = ""
-        return defn
 
     def goto_member(self, sf: SourceFile, module: str, name: str, line: int, column: int) -> Definition | None:
         """The definition of `<module>.<name>`, read at (line, column) of a file where the name before

@@ -30,6 +30,7 @@ from staticexec.emit.constants import ChainConstants, keyword_defaults
 from staticexec.emit.heldstate import held_by_model, memory_of
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
+from staticexec.emit.registrations import registrations
 from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
 from staticexec.emit.shared import Held, shared_names
 
@@ -192,7 +193,8 @@ class Subgraph:
     keeps_identity: frozenset = frozenset()  # names whose tensors travel as one where two reach one (emit/shared.py)
     constant_inputs: frozenset = frozenset()  # inputs it binds to the chain's constant when not given them
     _expected: list | None = field(default=None, repr=False)  # the target modules entered at the last good run
-    _ran: list | None = field(default=None, repr=False)  # every module entered on its first complete run
+    _ran: list | None = field(default=None, repr=False)  # every module entered on its last recorded complete run
+    _recorded_at: int = field(default=-1, repr=False)  # the registrations counted when that run began
     _taken: frozenset | None = field(default=None, repr=False)  # its inputs less the constants its code defaults
     _default_scopes: tuple = field(default=(), repr=False)  # (name, scope) of the scopes among those defaults
     _globals: dict = field(default_factory=dict, repr=False)
@@ -246,7 +248,9 @@ class Subgraph:
         entered: list = []
         token = ENTERED.set(entered if checked else None)
         recorder = handle = None
-        if self._ran is None:  # the first run records every module it enters (submodules)
+        registered = registrations().count
+        if registered != self._recorded_at:  # the first run records every module it enters (submodules), and so
+            # does the first after a module was registered anywhere: one added since may be run by opaque code
             from torch.nn.modules.module import register_module_forward_pre_hook
 
             recorder = ModuleRecorder()
@@ -277,7 +281,7 @@ class Subgraph:
                         values[k] = _fresh(v, memo)
                         changed.append(k)
         if recorder is not None:
-            self._ran = recorder.entered
+            self._ran, self._recorded_at = recorder.entered, registered
             if checked:
                 self._check_unwatched(model, recorder.entered)
         if checked:
@@ -360,9 +364,10 @@ class Subgraph:
         return f" (read by the code emitted from {', '.join(reads[:3])}{', ...' if len(reads) > 3 else ''})" if reads else ""
 
     def _check_unwatched(self, model: Any, ran: list) -> None:
-        """On the first run, which enters every module with a recorder on: a module of a target class (or a subclass
-        of one) that was not in the model when the target check was armed, and has no tripwire, was added since (or
-        is kept outside the module tree), so the target check could not see where it runs."""
+        """On a recorded run (the first, and the first after a module was registered anywhere: registrations.py),
+        which enters every module with a recorder on: a module of a target class (or a subclass of one) that was not
+        in the model when the target check was armed, and has no tripwire, was added since (or is kept outside the
+        module tree), so the target check could not see where it runs."""
         classes, known = self.armed_over
         unwatched = next((m for m in ran if id(m) not in known and any(c.__name__ in classes for c in type(m).__mro__)
                           and not any(is_tripwire(h) for h in m._forward_pre_hooks.values())), None)

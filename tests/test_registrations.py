@@ -1,30 +1,58 @@
-"""The counter of module registrations that makes a subgraph record its run again (emit/registrations.py)."""
+"""The counter of target-class module registrations that makes a subgraph record its run again
+(emit/registrations.py)."""
 
 from torch import nn
 
 from staticexec.emit.registrations import registrations
+from staticexec.emit.run import install_tripwires
 
 
-def test_every_way_torch_registers_a_submodule_advances_the_counter():
+class CountedBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+
+
+class CountedSubBlock(CountedBlock):
+    pass
+
+
+class BareBlock(nn.Module):  # no submodules: nothing registers as it is made
+    pass
+
+
+def _counted(action) -> int:
+    counter = registrations()
+    before = counter.count
+    action()
+    return counter.count - before
+
+
+def test_every_way_a_target_module_comes_into_the_model_or_into_being_is_counted():
     counter = registrations()
     assert registrations() is counter  # one counter, one hook, per process
+    counter.watch(frozenset({"CountedBlock", "BareBlock"}))
     holder, layers = nn.Module(), nn.ModuleList()
-    ways = [lambda: setattr(holder, "a", nn.Identity()), lambda: holder.add_module("b", nn.Identity()),
-            lambda: holder.register_module("c", nn.Identity()), lambda: layers.append(nn.Identity()),
-            lambda: setattr(holder, "a", nn.Identity())]  # replaced under a name it had
-    for register in ways:
-        before = counter.count
-        register()
-        assert counter.count == before + 1
+    assert _counted(CountedBlock) == 1  # made: its own `proj` registered under it
+    assert _counted(CountedSubBlock) == 1  # a subclass of a watched class
+    block = BareBlock()
+    for register in (lambda: setattr(holder, "a", block), lambda: holder.add_module("b", block),
+                     lambda: holder.register_module("c", block), lambda: layers.append(block)):
+        assert _counted(register) == 1
 
 
-def test_a_module_made_with_submodules_counts_them_and_a_plain_attribute_does_not():
-    counter = registrations()
-    before = counter.count
-    nn.Sequential(nn.Linear(2, 2), nn.ReLU())
-    assert counter.count == before + 2
+def test_armed_modules_and_other_classes_are_not_counted():
+    registrations().watch(frozenset({"CountedBlock"}))
+    blocks = nn.ModuleList([CountedBlock(), CountedBlock()])
+    install_tripwires(list(blocks))
+    assert _counted(lambda: blocks[:1]) == 0  # a slice registers its armed blocks anew
     holder = nn.Module()
-    before = counter.count
-    holder.scale = 2.0
-    holder._modules["direct"] = nn.Identity()  # past every hook: not counted (docs/soundness.md)
-    assert counter.count == before
+    assert _counted(lambda: setattr(holder, "proj", nn.Linear(2, 2))) == 0
+    assert _counted(lambda: nn.Sequential(nn.Linear(2, 2), nn.ReLU())) == 0
+    assert _counted(lambda: blocks.append(CountedBlock())) == 2  # made, then registered without a tripwire
+
+
+def test_a_module_written_straight_into_modules_passes_no_hook():
+    registrations().watch(frozenset({"BareBlock"}))
+    holder = nn.Module()
+    assert _counted(lambda: holder._modules.__setitem__("direct", BareBlock())) == 0  # docs/soundness.md

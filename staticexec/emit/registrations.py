@@ -1,12 +1,17 @@
-"""Whether any module gained a submodule since a given moment.
+"""Whether a target module may have come into being since a given moment.
 
 A subgraph's first run records every module it enters, and the target check asks of each one of a
-target class whether it was armed with a tripwire (run.py). A target module added later and run
-there by opaque code (a hook, a helper the analysis left as it is) would go unseen by later runs,
-which enter only tripwires. torch calls its global module registration hooks whenever a module is
+target class whether it was armed with a tripwire (run.py). A target module made later and run there
+by opaque code (a hook, a helper the analysis left as it is) would go unseen by later runs, which
+enter only tripwires. torch calls its global module registration hooks whenever a module is
 registered under another (`setattr`, `add_module`, `register_module`, a `ModuleList` appended to),
-so a counter advanced by such a hook tells a subgraph when to record its run again. A submodule
-written straight into another module's `_modules` dict passes no hook and is not counted.
+and a module with submodules registers them as it is made. A counter, advanced by such a hook when
+either module is of a class some chain targets and carries no tripwire, tells a subgraph when to
+record its run again. Registrations of armed modules (a `ModuleList` sliced in a forward registers
+its layers anew) and of modules of other classes leave it as it is.
+
+Not seen: a target module with no submodules that is never registered under another module (kept in
+a plain list), or that is written straight into a module's `_modules` dict.
 """
 
 from __future__ import annotations
@@ -14,17 +19,40 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from staticexec.emit.runtime import tripwire
+
+_KINDS_KEPT = 4096  # classes whose answer is kept; a program that makes classes without end starts again
+
 
 class Registrations:
-    """The number of submodules registered anywhere in the process since the counter was installed."""
+    """The registrations, since the counter was installed, that involved a module of a watched class
+    without a tripwire."""
 
-    __slots__ = ("count",)
+    __slots__ = ("count", "classes", "_kinds")
 
     def __init__(self) -> None:
         self.count = 0
+        self.classes: frozenset = frozenset()  # the target class names of every chain armed in the process
+        self._kinds: dict = {}  # class -> whether a class of its MRO is among them
+
+    def watch(self, classes: frozenset) -> None:
+        """Count registrations of modules of these classes (or subclasses) too."""
+        if not classes <= self.classes:
+            self.classes = self.classes | classes
+            self._kinds.clear()
 
     def __call__(self, module: Any, name: str, submodule: Any) -> None:
-        self.count += 1  # returns None: the submodule is registered as it is
+        if self._unarmed(submodule) or self._unarmed(module):
+            self.count += 1  # returns None: the submodule is registered as it is
+
+    def _unarmed(self, module: Any) -> bool:
+        cls = type(module)
+        watched = self._kinds.get(cls)
+        if watched is None:
+            if len(self._kinds) >= _KINDS_KEPT:
+                self._kinds.clear()
+            watched = self._kinds[cls] = any(c.__name__ in self.classes for c in cls.__mro__)
+        return watched and not any(hook is tripwire for hook in module._forward_pre_hooks.values())
 
 
 @functools.lru_cache(maxsize=None)

@@ -141,6 +141,7 @@ def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[
     remove_tripwires(m for _, m in listing if id(m) not in kept)  # an earlier chain's targets, not watched now
     install_tripwires(modules)
     armed = (frozenset(classes), frozenset(id(m) for _, m in listing))
+    registrations().watch(armed[0])  # a module of these classes made from now on makes each subgraph record again
     for sg in chain:
         sg.nested_targets = nested
         sg.armed_over = armed
@@ -250,7 +251,7 @@ class Subgraph:
         recorder = handle = None
         registered = registrations().count
         if registered != self._recorded_at:  # the first run records every module it enters (submodules), and so
-            # does the first after a module was registered anywhere: one added since may be run by opaque code
+            # does the first after a target-class module was made or registered: opaque code may run it
             from torch.nn.modules.module import register_module_forward_pre_hook
 
             recorder = ModuleRecorder()
@@ -364,10 +365,10 @@ class Subgraph:
         return f" (read by the code emitted from {', '.join(reads[:3])}{', ...' if len(reads) > 3 else ''})" if reads else ""
 
     def _check_unwatched(self, model: Any, ran: list) -> None:
-        """On a recorded run (the first, and the first after a module was registered anywhere: registrations.py),
-        which enters every module with a recorder on: a module of a target class (or a subclass of one) that was not
-        in the model when the target check was armed, and has no tripwire, was added since (or is kept outside the
-        module tree), so the target check could not see where it runs."""
+        """On a recorded run (the first, and the first after a target-class module was made or registered anywhere:
+        registrations.py), which enters every module with a recorder on: a module of a target class (or a subclass
+        of one) that was not in the model when the target check was armed, and has no tripwire, was added since (or
+        is kept outside the module tree), so the target check could not see where it runs."""
         classes, known = self.armed_over
         unwatched = next((m for m in ran if id(m) not in known and any(c.__name__ in classes for c in type(m).__mro__)
                           and not any(is_tripwire(h) for h in m._forward_pre_hooks.values())), None)

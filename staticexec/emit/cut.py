@@ -26,6 +26,7 @@ from functools import lru_cache
 from staticexec.emit import state
 from staticexec.emit.constants import share_constants
 from staticexec.emit.run import Subgraph
+from staticexec.emit.samplealias import written_aliases
 from staticexec.emit.shared import keep_identity
 from staticexec.messages import ClosureAcrossCut, Refused
 
@@ -471,6 +472,7 @@ class Piece:
     inputs: list[str] = field(default_factory=list)
     maybe_inputs: set[str] = field(default_factory=set)
     written_inputs: set[str] = field(default_factory=set)  # inputs the piece may change in place
+    written_at: dict[str, str] = field(default_factory=dict)  # written input -> the model line of its first write
     prelude: dict[str, str] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
     definite_outputs: set[str] = field(default_factory=set)  # surely bound when the piece ends
@@ -515,9 +517,11 @@ def _without_unread_bindings(steps: list[Step]) -> list[Step]:
 
 
 def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str,
-                    targets_per_subgraph: int = 1, live: dict | None = None, keywords: tuple[str, ...] = ()) -> list:
+                    targets_per_subgraph: int = 1, live: dict | None = None, keywords: tuple[str, ...] = (),
+                    sample_groups: list | None = None) -> list:
     """Cut the steps into pieces and make each a `Subgraph`, with the inputs, outputs and consumed names above.
-    `keywords` are the names the model's forward takes by keyword: a batch may hold them."""
+    `keywords` are the names the model's forward takes by keyword: a batch may hold them. `sample_groups` are
+    the sample's names that share a tensor (samplealias.py)."""
     pieces = cut(steps, targets_per_subgraph)
     for piece in pieces:
         piece.steps = _without_unread_bindings(piece.steps)
@@ -563,6 +567,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                 root = alias.get(name, name if name in inputs and name not in local else None)
                 if root is not None:
                     piece.written_inputs.add(root)
+                    piece.written_at.setdefault(root, step.origin)
             for name in names.definite - names.written - {n for n, _ in names.aliases}:
                 alias.pop(name, None)  # rebound to another object
             for name, base in names.aliases:  # `a = h` (or a view of h): writing into a writes into h
@@ -603,7 +608,12 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                                if all(n in _spread_only(step.code) or n not in _names(step.code).loads
                                       for step in piece.steps)
                                and not any(n in _names(s).loads for step in piece.steps for s in step.scopes)}
-    _carry_aliases(pieces, _alias_groups(steps), before)
+    written_at: dict[str, str] = {}
+    for piece in pieces:
+        for name, origin in piece.written_at.items():
+            written_at.setdefault(name, origin)
+    one_tensor = written_aliases(sample_groups or [], written_at)
+    _carry_aliases(pieces, _joined(_alias_groups(steps), one_tensor), before)
     _check_module_names(pieces)
     _check_closures(pieces)
     # keep only outputs a later piece reads (and the final output)
@@ -627,7 +637,20 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
         chain.append(sg)
     share_constants(chain, [*input_names, *keywords])
     keep_identity(chain)
+    for sg in chain:
+        sg.one_tensor = tuple(group for group in (tuple(n for n in names if n in sg.input_names) for names in one_tensor)
+                              if len(group) > 1)
     return chain
+
+
+def _joined(together: dict[str, set[str]], groups: list[tuple[str, ...]]) -> dict[str, set[str]]:
+    """The names that may hold one object, with each group of names for one tensor of the sample joined in (with
+    the names the code binds to any of them)."""
+    for names in groups:
+        members = set(names).union(*(together.get(n, ()) for n in names))
+        for name in members:
+            together[name] = members - {name}
+    return together
 
 
 def _subgraph(index: int, count: int, piece: Piece, consumed: set[str], globals_: dict, title: str) -> Subgraph:

@@ -40,6 +40,7 @@ from staticexec.analysis.session import current
 from staticexec.analysis.source import ClassRef, FunctionRef, ParsedFunction, load_file, location, parse_function, positions
 from staticexec.emit.classwrap import class_wrappers, decorator_object
 from staticexec.emit.cut import RUNTIME, Step, build_subgraphs, expect_module_code
+from staticexec.emit.samplealias import sample_aliases
 from staticexec.emit.reserved import FIXED as FIXED_NAMES, NO_GRAD, OUTPUT, reserved
 from staticexec.emit.imported import own_call_refusal, running_code_refusal
 from staticexec.emit.apart import decide_guards, reaching_calls, take_apart
@@ -440,6 +441,7 @@ class Emitter:
             live=self.live,
             keywords=tuple(name for name, p in inspect.signature(type(self.model).forward).parameters.items()
                            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)),
+            sample_groups=sample_aliases(self.sample),
         )
         arm_target_check(self.model, chain, self.targets, self.watched)
         return chain

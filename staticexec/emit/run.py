@@ -31,6 +31,7 @@ from staticexec.emit.heldstate import held_by_model, memory_of
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.registrations import registrations
+from staticexec.emit.samplealias import apart
 from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
 from staticexec.emit.shared import Held, shared_names
 
@@ -192,6 +193,7 @@ class Subgraph:
     constants: ChainConstants | None = field(default=None, repr=False)  # shared by the chain (emit/constants.py)
     omits: frozenset = frozenset()  # outputs it leaves out of the cache while they hold the chain's constant
     keeps_identity: frozenset = frozenset()  # names whose tensors travel as one where two reach one (emit/shared.py)
+    one_tensor: tuple = ()  # groups of its inputs that were one tensor in the sample, one written in place (samplealias.py)
     constant_inputs: frozenset = frozenset()  # inputs it binds to the chain's constant when not given them
     _expected: list | None = field(default=None, repr=False)  # the target modules entered at the last good run
     _ran: list | None = field(default=None, repr=False)  # every module entered on its last recorded complete run
@@ -231,6 +233,8 @@ class Subgraph:
                 defaulted = self._default_scopes
             else:
                 inputs = self.bound_inputs(inputs)
+        if self.one_tensor and _TRIPWIRES.get():
+            self._check_one_tensor(inputs)
         scope = self._fn.__globals__
         for alias, namespace, name in self.live_globals:  # module-level names as the model's modules hold them now
             value = namespace.get(name, _MISSING)
@@ -359,6 +363,19 @@ class Subgraph:
                             f"{self._read_by(name)}, and the model holds it too ({where}): the subgraph writes a "
                             "copy, so that the pipeline's second run of it starts from the same value, and the "
                             "model's state would not change as the forward changes it")
+
+    def _check_one_tensor(self, inputs: dict) -> None:
+        """Names that were one tensor in the sample the subgraphs were emitted for, one of which a subgraph writes in
+        place, are given as one tensor still (emit/samplealias.py)."""
+        found = apart(self.one_tensor, inputs, lambda v: v.value if type(v) is Held else v)
+        if found is None:
+            return
+        first, other = found
+        raise ContractError(f"subgraph {self.index} ({self.filename}) was given {first!r} and {other!r} as two tensors, "
+                            "which were one in the sample the subgraphs were emitted for, and the forward writes one of "
+                            "them in place: the write would not show in the other (a cache that offloads to another "
+                            "device gives each name a copy of its own); emit them again for a sample like these inputs, "
+                            "or keep the cache on the model's device")
 
     def _read_by(self, name: str) -> str:
         reads = self.input_reads.get(name, ())

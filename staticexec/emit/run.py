@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from staticexec.emit.constants import ChainConstants, keyword_defaults
 from staticexec.emit.heldstate import held_by_model, memory_of
+from staticexec.emit.layout import Strided, laid_out
 from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.registrations import registrations
@@ -305,12 +306,16 @@ class Subgraph:
                 given_on[k] = values[k]
         if not self.keeps_identity and all(map(_is_atom, given_on.values())):
             # atoms and tensors (a layer's hidden states): nothing to pack, nothing held
+            if self.gives_on:
+                for k, v in given_on.items():
+                    if _kind(type(v)) == _TENSOR_KIND:
+                        given_on[k] = laid_out(v)  # a strided view with its layout (emit/layout.py)
             if self.omits:
                 self.constants.leave_out(self.omits, given_on)
             return given_on  # a dict of its own: the code's, or the one made above
         # one object later subgraphs reach under two names travels held, as one (emit/shared.py)
         held = shared_names(given_on, inputs, self.consumed_names, self.keeps_identity) if self.gives_on else ()
-        result = {k: Held(v) if k in held else _pack(v) for k, v in given_on.items()}
+        result = {k: Held(v) if k in held else _pack(v, self.gives_on) for k, v in given_on.items()}
         for k in held - given_on.keys():  # an input it leaves in the cache: given on with the others
             result[k] = Held(values[k] if k in values else inputs[k])
         if self.omits:
@@ -467,8 +472,9 @@ def _copied_inputs(sg: Subgraph, inputs: dict) -> tuple:
     unpacked = inputs  # alive while copied: the memo is keyed by id
     memo: dict = {}
     written: dict = {}
-    if sg.written_inputs or any(type(v) is Held for v in inputs.values()):
-        # copied first, so that a tensor input they hold shares their copy; a held tensor taken as a tensor
+    if sg.written_inputs or any(type(v) is Held or type(v) is Strided for v in inputs.values()):
+        # copied first, so that a tensor input they hold shares their copy; a held tensor, or a strided view made
+        # again, taken as a tensor
         unpacked = {k: _unpack(v) if _kind(type(v)) > _TENSOR_KIND else v for k, v in inputs.items()}
         written = {k: _fresh(unpacked[k], memo, True) for k in sorted(sg.written_inputs)
                    if not _views_another(unpacked[k], k, unpacked)}
@@ -717,24 +723,25 @@ def _module_at(model: Any, path: str) -> Any:
     return module
 
 
-def _pack(value: Any) -> Any:
-    """A value as it may travel through llm-compressor's cache, which rebuilds dicts as plain dicts."""
+def _pack(value: Any, layout: bool = False) -> Any:
+    """A value as it may travel through llm-compressor's cache, which rebuilds dicts as plain dicts; with `layout`,
+    its strided views with their layout (emit/layout.py)."""
     kind = _kind(type(value))
     if kind <= _TENSOR_KIND:
-        return value
+        return laid_out(value) if layout and kind == _TENSOR_KIND else value
     if kind == _TUPLE:
-        items = [_pack(v) for v in value]
+        items = [_pack(v, layout) for v in value]
         return value if all(a is b for a, b in zip(items, value)) else tuple(items)
     if kind == _LIST:
-        return [_pack(v) for v in value]
+        return [_pack(v, layout) for v in value]
     if kind == _DICT:
-        return {k: _pack(v) for k, v in value.items()}
+        return {k: _pack(v, layout) for k, v in value.items()}
     if isinstance(value, dict):  # a mapping of another type (a ModelOutput)
         cls = type(value)
-        return Packed(cls.__module__, cls.__qualname__, {k: _pack(v) for k, v in value.items()})
+        return Packed(cls.__module__, cls.__qualname__, {k: _pack(v, layout) for k, v in value.items()})
     if isinstance(value, tuple) and hasattr(value, "_fields"):  # a namedtuple
         cls = type(value)
-        return Packed(cls.__module__, cls.__qualname__, {k: _pack(v) for k, v in zip(value._fields, value)})
+        return Packed(cls.__module__, cls.__qualname__, {k: _pack(v, layout) for k, v in zip(value._fields, value)})
     return value
 
 
@@ -742,10 +749,10 @@ def _unpack(value: Any) -> Any:
     kind = _kind(type(value))
     if kind <= _TENSOR_KIND:
         return value
-    if kind >= _STATE:  # an object: only a Packed one is rebuilt, and a Held one unwrapped
+    if kind >= _STATE:  # an object: only a Packed or Strided one is rebuilt, and a Held one unwrapped
         if type(value) is Held:
             return value.value
-        return value.rebuild() if type(value) is Packed else value
+        return value.rebuild() if type(value) is Packed or type(value) is Strided else value
     # a container with nothing packed in it is given back as it came (the copying that follows decides
     # whether the subgraph gets a copy)
     if kind == _TUPLE:
@@ -762,7 +769,7 @@ def _unpack(value: Any) -> Any:
             return value
         items = {k: _unpack(v) for k, v in value.items()}
         return value if all(items[k] is v for k, v in value.items()) else items
-    if isinstance(value, Packed):
+    if isinstance(value, (Packed, Strided)):
         return value.rebuild()
     return value
 

@@ -472,7 +472,6 @@ class Piece:
     inputs: list[str] = field(default_factory=list)
     maybe_inputs: set[str] = field(default_factory=set)
     written_inputs: set[str] = field(default_factory=set)  # inputs the piece may change in place
-    written_at: dict[str, str] = field(default_factory=dict)  # written input -> the model line of its first write
     prelude: dict[str, str] = field(default_factory=dict)
     outputs: list[str] = field(default_factory=list)
     definite_outputs: set[str] = field(default_factory=set)  # surely bound when the piece ends
@@ -529,6 +528,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
     maybe_defined: set[str] = set()
     repeating = []
     holds_state: set[str] = set()  # locals bound to state that outlives a subgraph (the model's, a module's, a global's)
+    written_at: dict[str, str] = {}  # an input some piece writes in place -> the model line of the first write
     before: dict[int, tuple[set, set, set]] = {}
     loads_after = _loads_after(pieces)
     for index, piece in enumerate(pieces):
@@ -567,7 +567,7 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                 root = alias.get(name, name if name in inputs and name not in local else None)
                 if root is not None:
                     piece.written_inputs.add(root)
-                    piece.written_at.setdefault(root, step.origin)
+                    written_at.setdefault(root, step.origin)
             for name in names.definite - names.written - {n for n, _ in names.aliases}:
                 alias.pop(name, None)  # rebound to another object
             for name, base in names.aliases:  # `a = h` (or a view of h): writing into a writes into h
@@ -608,10 +608,6 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                                if all(n in _spread_only(step.code) or n not in _names(step.code).loads
                                       for step in piece.steps)
                                and not any(n in _names(s).loads for step in piece.steps for s in step.scopes)}
-    written_at: dict[str, str] = {}
-    for piece in pieces:
-        for name, origin in piece.written_at.items():
-            written_at.setdefault(name, origin)
     one_tensor = written_aliases(sample_groups or [], written_at)
     _carry_aliases(pieces, _joined(_alias_groups(steps), one_tensor), before)
     _check_module_names(pieces)

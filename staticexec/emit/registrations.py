@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from staticexec.emit.runtime import tripwire
+from staticexec.emit.runtime import has_tripwire
 
 _KINDS_KEPT = 4096  # classes whose answer is kept; a program that makes classes without end starts again
 
@@ -52,7 +52,7 @@ class Registrations:
             if len(self._kinds) >= _KINDS_KEPT:
                 self._kinds.clear()
             watched = self._kinds[cls] = any(c.__name__ in self.classes for c in cls.__mro__)
-        return watched and not any(hook is tripwire for hook in module._forward_pre_hooks.values())
+        return watched and not has_tripwire(module)
 
 
 @functools.lru_cache(maxsize=None)

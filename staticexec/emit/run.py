@@ -33,7 +33,7 @@ from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.registrations import registrations
 from staticexec.emit.samplealias import apart
-from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, tripwire
+from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, has_tripwire, tripwire
 from staticexec.emit.shared import Held, shared_names
 
 _MISSING = object()
@@ -152,7 +152,7 @@ def arm_target_check(model: Any, chain: list, classes: set[str], watched: tuple[
 def install_tripwires(modules: list) -> None:
     """A forward pre-hook on each target module that records it while a subgraph runs (once per module)."""
     for module in modules:
-        if not any(hook is tripwire for hook in module._forward_pre_hooks.values()):
+        if not has_tripwire(module):
             module.register_forward_pre_hook(tripwire)
 
 
@@ -372,7 +372,7 @@ class Subgraph:
     def _check_one_tensor(self, inputs: dict) -> None:
         """Names that were one tensor in the sample the subgraphs were emitted for, one of which a subgraph writes in
         place, are given as one tensor still (emit/samplealias.py)."""
-        found = apart(self.one_tensor, inputs, lambda v: v.value if type(v) is Held else v)
+        found = apart(self.one_tensor, inputs)
         if found is None:
             return
         first, other = found
@@ -393,7 +393,7 @@ class Subgraph:
         is kept outside the module tree), so the target check could not see where it runs."""
         classes, known = self.armed_over
         unwatched = next((m for m in ran if id(m) not in known and any(c.__name__ in classes for c in type(m).__mro__)
-                          and not any(is_tripwire(h) for h in m._forward_pre_hooks.values())), None)
+                          and not has_tripwire(m)), None)
         if unwatched is None:
             return
         path = next((n for n, m in model.named_modules() if m is unwatched), None)

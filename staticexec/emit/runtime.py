@@ -56,6 +56,11 @@ def tripwire(module: Any, args: Any) -> None:
         entered.append(module)
 
 
+def has_tripwire(module: Any) -> bool:
+    """Whether the target check's pre-hook is on the module."""
+    return any(hook is tripwire for hook in module._forward_pre_hooks.values())
+
+
 @functools.lru_cache(maxsize=1)
 def _torch_machinery() -> tuple:
     """torch's module module, `Module.__call__`, `Module._call_impl` and the tracing-state query, looked up once."""

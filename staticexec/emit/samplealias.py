@@ -19,9 +19,8 @@ A later batch whose names share a tensor where the sample's did not is not seen.
 
 from __future__ import annotations
 
-from typing import Any
-
 from staticexec.emit.heldstate import memory_of
+from staticexec.emit.shared import Held
 from staticexec.messages import MutatedState, Refused
 
 
@@ -60,12 +59,16 @@ def written_aliases(groups: list[tuple[tuple[str, ...], bool]], written_at: dict
     return kept
 
 
-def apart(groups: tuple, inputs: dict, unheld: Any) -> tuple[str, str] | None:
-    """The first two names of a group that the subgraph was given as two objects (`unheld` takes a value
-    out of the holder it may travel in), or None when each group is one tensor still."""
+def apart(groups: tuple, inputs: dict) -> tuple[str, str] | None:
+    """The first two names of a group that the subgraph was given as two objects (a held one taken out of its
+    `Held`), or None when each group is one tensor still."""
     for names in groups:
-        given = [(n, unheld(inputs[n])) for n in names if n in inputs]
+        given = [(n, _unheld(inputs[n])) for n in names if n in inputs]
         for name, value in given[1:]:
             if value is not given[0][1]:
                 return given[0][0], name
     return None
+
+
+def _unheld(value: object) -> object:
+    return value.value if type(value) is Held else value

@@ -26,7 +26,7 @@ from functools import lru_cache
 from staticexec.emit import state
 from staticexec.emit.constants import share_constants
 from staticexec.emit.run import Subgraph
-from staticexec.emit.samplealias import written_aliases
+from staticexec.emit.samplealias import SampleTensors, may_be_one, written_aliases, written_names
 from staticexec.emit.shared import keep_identity
 from staticexec.messages import ClosureAcrossCut, Refused
 
@@ -517,10 +517,10 @@ def _without_unread_bindings(steps: list[Step]) -> list[Step]:
 
 def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str, globals_: dict, title: str,
                     targets_per_subgraph: int = 1, live: dict | None = None, keywords: tuple[str, ...] = (),
-                    sample_groups: list | None = None) -> list:
+                    sample: SampleTensors | None = None) -> list:
     """Cut the steps into pieces and make each a `Subgraph`, with the inputs, outputs and consumed names above.
-    `keywords` are the names the model's forward takes by keyword: a batch may hold them. `sample_groups` are
-    the sample's names that share a tensor (samplealias.py)."""
+    `keywords` are the names the model's forward takes by keyword: a batch may hold them. `sample` holds the sample's tensor
+    names and those that share a tensor (samplealias.py)."""
     pieces = cut(steps, targets_per_subgraph)
     for piece in pieces:
         piece.steps = _without_unread_bindings(piece.steps)
@@ -608,8 +608,11 @@ def build_subgraphs(steps: list[Step], input_names: list[str], output_name: str,
                                if all(n in _spread_only(step.code) or n not in _names(step.code).loads
                                       for step in piece.steps)
                                and not any(n in _names(s).loads for step in piece.steps for s in step.scopes)}
-    one_tensor = written_aliases(sample_groups or [], written_at)
-    _carry_aliases(pieces, _joined(_alias_groups(steps), one_tensor), before)
+    sample = sample or SampleTensors((), ())
+    together = _alias_groups(steps)
+    written = written_names(sample, written_at, together)
+    one_tensor = written_aliases(sample, written)
+    _carry_aliases(pieces, _joined(together, one_tensor + may_be_one(sample, written)), before)
     _check_module_names(pieces)
     _check_closures(pieces)
     # keep only outputs a later piece reads (and the final output)

@@ -441,7 +441,7 @@ class Emitter:
             live=self.live,
             keywords=tuple(name for name, p in inspect.signature(type(self.model).forward).parameters.items()
                            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)),
-            sample_groups=sample_aliases(self.sample),
+            sample=sample_aliases(self.sample),
         )
         arm_target_check(self.model, chain, self.targets, self.watched)
         return chain

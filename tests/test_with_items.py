@@ -53,3 +53,39 @@ def test_what_is_evaluated_again_is_checked_against_the_body_writes():
     single = cst.parse_statement("with torch.autocast('cpu', enabled=self.cfg.amp):\n    self.cfg = other\n")
     anew = split_item(single.items[0], "w_0")[2]
     assert written_again(anew, single.body) == []  # its argument was read once, before the body
+
+
+def test_only_the_mode_setting_managers_themselves_are_known_not_their_names():
+    import contextlib
+
+    import torch
+
+    from staticexec.emit.withitems import known_manager
+
+    for manager in (torch.no_grad, torch.enable_grad, torch.inference_mode, torch.set_grad_enabled, torch.autocast,
+                    torch.nn.attention.sdpa_kernel, torch.device, contextlib.nullcontext):
+        assert known_manager(manager)
+
+    def no_grad():  # named like one
+        return contextlib.nullcontext()
+
+    assert not known_manager(no_grad) and not known_manager(torch.no_grad()) and not known_manager(None)
+
+
+def test_each_subgraph_checks_the_callee_it_enters_again():
+    import sys
+
+    import torch
+
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from soundness import cases
+
+    from staticexec.api import subgraphs
+
+    module = next(c for c in cases() if c.name == "ok_with_two_items").load()
+    model, sample = module.build()
+    chain = subgraphs(model, sample, ["Layer"])
+    later = chain[2].source
+    assert "_sx.expect_context(torch.no_grad, context__" in later and "_sx.expect_context(torch.autocast, context__" in later
+    found = later.split("expect_context(torch.no_grad, ")[1].split(",")[0]  # the object emission found
+    assert chain[2]._fn.__globals__[found] is torch.no_grad

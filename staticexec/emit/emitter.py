@@ -1304,14 +1304,31 @@ class Emitter:
                     "where the `with` starts, but each subgraph of the body enters the `with` again and evaluates it "
                     "anew"))])
             saved = frame.scopes
-            for bindings, entered, _ in items:  # `with a, b:` as `with a:` around `with b:`
+            for bindings, entered, again in items:  # `with a, b:` as `with a:` around `with b:`
                 for name, value in bindings:
                     self._add(frame, f"{name} = {_code(value.visit(_Rewrite(frame.rename))).strip()}\n", line)
-                frame.scopes = frame.scopes + (_code(entered.visit(_Rewrite(frame.rename))).strip(),)
+                frame.scopes = frame.scopes + (self._entered_again(frame, entered, again, line),)
             self._block(frame, list(stmt.body.body), entry.block("body"))
             frame.scopes = saved
         else:
             raise Refused([UnsupportedStatement(frame.planned.path, line, f"`{kind.value}` around target calls")])
+
+    def _entered_again(self, frame: Frame, entered: cst.WithItem, again: list, line: int) -> str:
+        """The code of a `with` item as each subgraph of its body enters it, its callee checked (withitems.py)."""
+        rewritten = entered.visit(_Rewrite(frame.rename))
+        callee = withitems.checked_callee(entered, again)
+        if callee is None:
+            return _code(rewritten).strip()
+        try:
+            found = evaluate(_code(callee).strip(), frame.values, frame.module_globals)
+        except Undecidable:
+            found = UNKNOWN
+        why = withitems.not_a_mode_setter(_code(callee).strip(), found, found is UNKNOWN)
+        if why:
+            raise Refused([UnsupportedStatement(frame.planned.path, line, why)])
+        alias = f"context__{len(self.globals)}"
+        self.globals[alias] = found
+        return withitems.entered_checked(rewritten, RUNTIME, alias, self._origin(frame, line), _code(callee).strip())
 
     def _decide(self, frame: Frame, test: cst.BaseExpression, line: int, dynamic: bool = False, stmt: cst.If | None = None) -> bool:
         """Which branch of an `if` around target calls runs for the sample.

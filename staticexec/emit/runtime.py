@@ -594,6 +594,18 @@ def expect_forward(module: Any, expected: Any, where: str) -> None:
         _code_mismatch(running_forward(module), expected, where)
 
 
+def expect_context(callee: Any, expected: Any, where: str, code: str) -> Any:
+    """Run-time check where a subgraph enters again a `with` around target calls: the item's callee, evaluated anew,
+    is the context manager the subgraphs were emitted for (emit/withitems.py). Returns it, for the call."""
+    if callee is not expected and CHECKS.get():
+        raise CodeMismatch(f"{where}: `{code}` gives {getattr(callee, '__qualname__', type(callee).__name__)} where a "
+                           f"subgraph enters the `with` again, but gave {getattr(expected, '__qualname__', expected)} "
+                           "when the subgraphs were emitted: Python evaluates a `with` item once, where the `with` "
+                           "starts, and each subgraph of its body evaluates it anew; emit them again for a forward "
+                           "that keeps it")
+    return callee
+
+
 def expect_method(obj: Any, name: str, expected: Any, where: str) -> None:
     """Run-time check at the start of an inlined method call: `obj.name(...)` would run the inlined function."""
     running = obj.__dict__.get(name) if hasattr(obj, "__dict__") else None

@@ -8,9 +8,20 @@ enter the `with` again. An item that calls a context manager by its name or attr
 attribute, directly, through an alias or from a helper; a dict an argument was read from) does not reach
 them, as in Python. What each subgraph still evaluates again (the callee; an item that is not such a call)
 must not be bound or written by the body: `written_again` names what is, for the emitter to refuse.
+
+A callee must be one of the context managers that only set a mode and set it back (`known_manager`:
+grad, autocast, the attention kernel, the default device, none), found as the object it is when the
+subgraphs are emitted, not by its name: entering one of them again in each subgraph is exact. Each
+subgraph checks, where it enters the `with` again, that the callee is that very object still
+(`runtime.expect_context`), so a body that replaces it where the emitter can't see (through an alias, in
+a helper) stops the run rather than enter another manager.
 """
 
 from __future__ import annotations
+
+import functools
+import importlib
+from typing import Any
 
 import libcst as cst
 
@@ -41,7 +52,7 @@ def written_again(anew: list[cst.BaseExpression], body: cst.CSTNode) -> list[str
     """The attributes and items the expressions read (`self.use_amp`, `flags["amp"]`) that an assignment or a
     `del` in the body writes, or writes below or above (`self.cfg` for `self.cfg.amp`). Any two items of one
     object count as the same (`flags[k]` for `flags["amp"]`)."""
-    read = {chain: cst.Module(body=[]).code_for_node(node).strip() for expr in anew
+    read = {chain: _code(node) for expr in anew
             for node in walk(expr, only=(cst.Attribute, cst.Subscript)) if (chain := _chain(node)) is not None}
     written = set()
     for node in walk(body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda),
@@ -63,3 +74,53 @@ def _chain(node: cst.BaseExpression) -> tuple[str, ...] | None:
         parts.append(f".{node.attr.value}" if isinstance(node, cst.Attribute) else "[]")
         node = node.value
     return (node.value, *reversed(parts)) if isinstance(node, cst.Name) else None
+
+
+def checked_callee(entered: cst.WithItem, again: list[cst.BaseExpression]) -> cst.BaseExpression | None:
+    """The callee of an item (as `split_item` gives it) that each subgraph evaluates again, for the check where it
+    enters the item; None for an item that is not a call of a name or an attribute path."""
+    call = entered.item
+    return call.func if isinstance(call, cst.Call) and again == [call.func] else None
+
+
+def not_a_mode_setter(shown: str, callee: Any, unknown: bool) -> str | None:
+    """Why each subgraph of a `with` body can't enter again an item whose callee (`shown`) is `callee` when the
+    subgraphs are emitted (`unknown`: it can't be found then); None when it can."""
+    if not unknown and known_manager(callee):
+        return None
+    found = "can't be found when emitting" if unknown else f"is {getattr(callee, '__qualname__', type(callee).__name__)}"
+    return (f"the `with` item `{shown}(...)` is entered again by every subgraph of its body, and `{shown}` {found}, not "
+            "one of the context managers known to only set a mode and set it back (grad, autocast, the attention "
+            "kernel, the default device, none)")
+
+
+def entered_checked(item: cst.WithItem, runtime: str, alias: str, where: str, shown: str) -> str:
+    """The code of an item (its names as the subgraph has them) whose callee is first checked to be the object
+    `alias` holds (`runtime.expect_context`)."""
+    check = f"{runtime}.expect_context({_code(item.item.func)}, {alias}, {where!r}, {shown!r})"
+    return _code(item.with_changes(item=item.item.with_changes(func=cst.parse_expression(check))))
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node).strip()
+
+
+def known_manager(value: Any) -> bool:
+    """Whether a callee is one of torch's or the standard library's context managers that only set a mode and set it
+    back when left: entering it again in each subgraph of a `with` body is what one `with` does."""
+    return any(value is known for known in _mode_setters())
+
+
+@functools.lru_cache(maxsize=1)
+def _mode_setters() -> tuple:
+    """The context managers `known_manager` knows, those of them the installed torch has."""
+    found = []
+    for path in ("contextlib.nullcontext", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
+                 "torch.set_grad_enabled", "torch.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast",
+                 "torch.cuda.amp.autocast", "torch.nn.attention.sdpa_kernel", "torch.device", "torch.cuda.device"):
+        module, _, name = path.rpartition(".")
+        try:
+            found.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(found)

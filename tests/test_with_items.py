@@ -89,3 +89,20 @@ def test_each_subgraph_checks_the_callee_it_enters_again():
     assert "_sx.expect_context(torch.no_grad, context__" in later and "_sx.expect_context(torch.autocast, context__" in later
     found = later.split("expect_context(torch.no_grad, ")[1].split(",")[0]  # the object emission found
     assert chain[2]._fn.__globals__[found] is torch.no_grad
+
+
+def test_a_conditional_item_is_the_side_the_sample_takes_its_test_checked_once_where_the_with_starts():
+    import sys
+
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from soundness import cases
+
+    from staticexec.api import subgraphs
+
+    module = next(c for c in cases() if c.name == "with_item_conditional_test_written_through_alias").load()
+    model, sample = module.build()
+    chain = subgraphs(model, sample, ["Layer"])
+    assert sum(sg.source.count("expect_branch(bool(self.use_amp), True") for sg in chain) == 1
+    assert "expect_branch" in chain[0].source  # where the `with` starts
+    for sg in chain[1:-1]:
+        assert "_sx.expect_context(torch.autocast, context__" in sg.source and "nullcontext" not in sg.source

@@ -1294,17 +1294,18 @@ class Emitter:
             if any(i.asname is not None for i in stmt.items):
                 raise Refused([UnsupportedStatement(frame.planned.path, line, "`with ... as` around target calls")])
             # each subgraph of the body enters the `with` again: its items' arguments are evaluated once (withitems.py)
-            items = [withitems.split_item(item, f"with__{frame.index}_{line}_{i}") for i, item in enumerate(stmt.items)]
-            anew = [expr for _, _, again in items for expr in again]
-            rebound = sorted({n.value for n in _name_nodes(*anew)} & _rebound_in(stmt.body))
-            rebound += withitems.written_again(anew, stmt.body)
-            if rebound:
-                raise Refused([UnsupportedStatement(frame.planned.path, line, (
-                    f"the `with` item reads `{rebound[0]}`, which its body binds or writes again: Python evaluates the item once, "
-                    "where the `with` starts, but each subgraph of the body enters the `with` again and evaluates it "
-                    "anew"))])
             saved = frame.scopes
-            for bindings, entered, again in items:  # `with a, b:` as `with a:` around `with b:`
+            body_binds = _rebound_in(stmt.body)
+            for i, item in enumerate(stmt.items):  # `with a, b:` as `with a:` around `with b:`
+                item = item.with_changes(item=self._chosen(frame, item.item, line))
+                bindings, entered, again = withitems.split_item(item, f"with__{frame.index}_{line}_{i}")
+                rebound = sorted({n.value for n in _name_nodes(*again)} & body_binds)
+                rebound += withitems.written_again(again, stmt.body)
+                if rebound:
+                    raise Refused([UnsupportedStatement(frame.planned.path, line, (
+                        f"the `with` item reads `{rebound[0]}`, which its body binds or writes again: Python evaluates the item "
+                        "once, where the `with` starts, but each subgraph of the body enters the `with` again and evaluates "
+                        "it anew"))])
                 for name, value in bindings:
                     self._add(frame, f"{name} = {_code(value.visit(_Rewrite(frame.rename))).strip()}\n", line)
                 frame.scopes = frame.scopes + (self._entered_again(frame, entered, again, line),)
@@ -1312,6 +1313,13 @@ class Emitter:
             frame.scopes = saved
         else:
             raise Refused([UnsupportedStatement(frame.planned.path, line, f"`{kind.value}` around target calls")])
+
+    def _chosen(self, frame: Frame, item: cst.BaseExpression, line: int) -> cst.BaseExpression:
+        """A `with` item written as `a if c else b`: the side the sample takes, its test decided now and checked where
+        the `with` starts (as Python evaluates it, once), so that the subgraphs of the body enter that side."""
+        while isinstance(item, cst.IfExp):
+            item = item.body if self._decide(frame, item.test, line) else item.orelse
+        return item
 
     def _entered_again(self, frame: Frame, entered: cst.WithItem, again: list, line: int) -> str:
         """The code of a `with` item as each subgraph of its body enters it, its callee checked (withitems.py)."""

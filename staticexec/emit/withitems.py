@@ -9,6 +9,9 @@ attribute, directly, through an alias or from a helper; a dict an argument was r
 them, as in Python. What each subgraph still evaluates again (the callee; an item that is not such a call)
 must not be bound or written by the body: `written_again` names what is, for the emitter to refuse.
 
+An item written as `a if c else b` is the side the sample takes (the emitter decides the test, and checks it
+where the `with` starts, once, as Python evaluates it).
+
 A callee must be one of the context managers that only set a mode and set it back (`known_manager`:
 grad, autocast, the attention kernel, the default device, none), found as the object it is when the
 subgraphs are emitted, not by its name: entering one of them again in each subgraph is exact. Each

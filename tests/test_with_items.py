@@ -106,3 +106,100 @@ def test_a_conditional_item_is_the_side_the_sample_takes_its_test_checked_once_w
     assert "expect_branch" in chain[0].source  # where the `with` starts
     for sg in chain[1:-1]:
         assert "_sx.expect_context(torch.autocast, context__" in sg.source and "nullcontext" not in sg.source
+
+
+def test_a_name_item_is_entered_again_through_the_state_its_first_entry_records():
+    import sys
+
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from soundness import cases
+
+    from staticexec.api import subgraphs
+
+    module = next(c for c in cases() if c.name == "ok_with_name_manager_made_before").load()
+    model, sample = module.build()
+    chain = subgraphs(model, sample, ["Layer"])
+    made = [sg.index for sg in chain if "= _sx.EnteredState()" in sg.source]
+    assert made == [0]  # where the `with` starts (the loop's items checked inside it)
+    state = chain[0].source.split(" = _sx.EnteredState()")[0].split()[-1]
+    for sg in chain:
+        assert f"with _sx.reentered(ctx, {state}, " in sg.source
+    assert all(state in sg.input_names for sg in chain[1:])
+
+
+def _entries(manager, *changes):
+    """Enter `manager` through one state three times, as three subgraphs of a body would, applying each change
+    (a function of the manager) between two entries."""
+    from staticexec.emit.reentry import EnteredState, reentered
+
+    state = EnteredState()
+    for change in (None, *changes):
+        if change is not None:
+            change(manager)
+        with reentered(manager, state, "model.py:3", "ctx"):
+            pass
+    return state
+
+
+def test_managers_that_save_the_mode_they_set_back_are_entered_again_as_they_were():
+    import contextlib
+
+    import torch
+
+    with torch.enable_grad():  # no_grad saves the mode it sets back (`prev`), which its first entry changes
+        state = _entries(torch.no_grad(), None, None)
+    assert "prev" in state.written
+    _entries(torch.inference_mode(), None)  # makes a new C++ guard at each entry, and drops it when left
+    _entries(torch.autocast("cpu", dtype=torch.bfloat16), None)
+    _entries(contextlib.nullcontext(), None)
+    _entries(torch.device("cpu"), None)  # no attributes of its own
+
+
+def test_a_manager_the_body_changes_after_its_first_entry_stops_the_next_entry():
+    import torch
+
+    from staticexec.emit.reentry import ManagerMismatch
+
+    def turned_on(ctx):
+        ctx._enabled = True
+
+    with pytest.raises(ManagerMismatch, match="the attribute `_enabled` of the `with` item `ctx`"):
+        _entries(torch.autocast("cpu", dtype=torch.bfloat16, enabled=False), turned_on)
+    with pytest.raises(ManagerMismatch, match="`fast_dtype`"):
+        _entries(torch.autocast("cpu", dtype=torch.bfloat16), lambda ctx: setattr(ctx, "fast_dtype", torch.float16))
+    with pytest.raises(ManagerMismatch, match="`fast_dtype`"):
+        _entries(torch.autocast("cpu", dtype=torch.bfloat16), lambda ctx: delattr(ctx, "fast_dtype"))
+    assert not torch.is_autocast_enabled("cpu")  # the mismatch stops before it enters
+
+
+def test_a_manager_of_any_other_class_stops_its_first_entry():
+    import contextlib
+
+    import torch
+
+    from staticexec.emit.reentry import ManagerMismatch
+
+    class Counting:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+    class Autocast(torch.autocast):  # a subclass may enter otherwise
+        pass
+
+    for manager in (torch.set_grad_enabled(torch.is_grad_enabled()), Counting(), contextlib.ExitStack(),
+                    Autocast("cpu", dtype=torch.bfloat16), torch.random.fork_rng()):
+        with pytest.raises(ManagerMismatch, match=f"is of class {type(manager).__qualname__}, and each subgraph"):
+            _entries(manager)
+
+
+def test_with_the_checks_off_a_manager_is_entered_unchecked():
+    import torch
+
+    from staticexec.emit.run import checks_off
+
+    with checks_off():
+        state = _entries(torch.autocast("cpu", dtype=torch.bfloat16), lambda ctx: setattr(ctx, "_enabled", False))
+    assert state.after is None

@@ -1308,7 +1308,8 @@ class Emitter:
                         "it anew"))])
                 for name, value in bindings:
                     self._add(frame, f"{name} = {_code(value.visit(_Rewrite(frame.rename))).strip()}\n", line)
-                frame.scopes = frame.scopes + (self._entered_again(frame, entered, again, line),)
+                frame.scopes = frame.scopes + (self._entered_again(frame, entered, again, line,
+                                                                   f"with__{frame.index}_{line}_{i}_entered"),)
             self._block(frame, list(stmt.body.body), entry.block("body"))
             frame.scopes = saved
         else:
@@ -1321,22 +1322,26 @@ class Emitter:
             item = item.body if self._decide(frame, item.test, line) else item.orelse
         return item
 
-    def _entered_again(self, frame: Frame, entered: cst.WithItem, again: list, line: int) -> str:
-        """The code of a `with` item as each subgraph of its body enters it, its callee checked (withitems.py)."""
+    def _entered_again(self, frame: Frame, entered: cst.WithItem, again: list, line: int, state: str) -> str:
+        """The code of a `with` item as each subgraph of its body enters it: a call with its callee checked
+        (withitems.py); any other item (a name the analysis found bound to a mode setter's call) through `reentered`,
+        with the `state` its first entry records, checked where it is entered (reentry.py)."""
         rewritten = entered.visit(_Rewrite(frame.rename))
         callee = withitems.checked_callee(entered, again)
         if callee is None:
-            return _code(rewritten).strip()
+            self._add(frame, f"{state} = {RUNTIME}.EnteredState()\n", line)
+            return withitems.entered_through(rewritten, RUNTIME, state, self._origin(frame, line))
+        shown = _code(callee).strip()
         try:
-            found = evaluate(_code(callee).strip(), frame.values, frame.module_globals)
+            found = evaluate(shown, frame.values, frame.module_globals)
         except Undecidable:
             found = UNKNOWN
-        why = withitems.not_a_mode_setter(_code(callee).strip(), found, found is UNKNOWN)
+        why = withitems.not_a_mode_setter(shown, found, found is UNKNOWN)
         if why:
             raise Refused([UnsupportedStatement(frame.planned.path, line, why)])
         alias = f"context__{len(self.globals)}"
         self.globals[alias] = found
-        return withitems.entered_checked(rewritten, RUNTIME, alias, self._origin(frame, line), _code(callee).strip())
+        return withitems.entered_checked(rewritten, RUNTIME, alias, self._origin(frame, line), shown)
 
     def _decide(self, frame: Frame, test: cst.BaseExpression, line: int, dynamic: bool = False, stmt: cst.If | None = None) -> bool:
         """Which branch of an `if` around target calls runs for the sample.

@@ -33,7 +33,8 @@ from staticexec.emit.modules import named_modules, outermost
 from staticexec.emit.onread import CopiedOnRead, eligible
 from staticexec.emit.registrations import registrations
 from staticexec.emit.samplealias import apart
-from staticexec.emit.runtime import CHECKS, ENTERED, ModuleRecorder, WrapperScope, WrapperState, has_tripwire, tripwire
+from staticexec.emit.runtime import (CHECKS, ENTERED, EnteredState, ModuleRecorder, WrapperScope, WrapperState, has_tripwire,
+                                      tripwire)
 from staticexec.emit.shared import Held, shared_names
 
 _MISSING = object()
@@ -811,7 +812,7 @@ class _Kinds(dict):
             kind = _ATOM
         else:
             kind = {tuple: _TUPLE, frozenset: _FROZENSET, list: _LIST, CopiedOnRead: _LIST, dict: _DICT, set: _SET,
-                    WrapperState: _STATE, WrapperScope: _SCOPE}.get(cls, _OBJECT)
+                    WrapperState: _STATE, EnteredState: _STATE, WrapperScope: _SCOPE}.get(cls, _OBJECT)
         if len(self) >= _KINDS_KEPT:
             self.clear()
         self[cls] = kind
@@ -863,7 +864,8 @@ def _fresh(value: Any, memo: dict, held: bool = False) -> Any:
     place (a recurrent state, a cache). A tuple none of whose items is copied is kept as it is.
     One memo per subgraph run keeps two names for one object two names for one copy."""
     kind = _kind(type(value))
-    if kind == _ATOM or kind == _STATE:  # a WrapperState is never written: wrapper_exit passes a copy of its keywords
+    if kind == _ATOM or kind == _STATE:  # a WrapperState is never written (wrapper_exit passes a copy of its keywords),
+        # an EnteredState once, where its `with` is first entered: every later subgraph checks against that
         return value
     key = id(value)
     if kind == _TENSOR_KIND:

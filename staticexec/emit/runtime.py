@@ -24,7 +24,8 @@ so that nothing depends on one transformers release's internals:
 Besides the decorator models it holds the checks of what emission decided from one sample, one
 instance and one reading of the source, run again where the decision stood: `expect_branch` (the
 branch taken), `expect_loop` (the items an unrolled loop runs over; `loop_slice` reads them where the
-loop slices a ModuleList) and `expect_code` (the function that runs is the one inlined); `hooks_enter` /
+loop slices a ModuleList), `expect_code` (the function that runs is the one inlined) and `reentered` (a
+`with` item made before, entered again: reentry.py); `hooks_enter` /
 `hooks_exit`, the forward hooks of an inlined module run as torch would; and `call_target`, through which the
 emitted code calls a target module whose class leaves `__call__` to torch, with the target check's `tripwire`
 (the forward pre-hook on every watched module). Which decorators are modelled is analysis/decorators.py.
@@ -40,10 +41,9 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from staticexec.emit.checks import CHECKS
+from staticexec.emit.reentry import EnteredState, ManagerMismatch, reentered  # noqa: F401 (`_sx.reentered`)
 
-CHECKS: contextvars.ContextVar = contextvars.ContextVar("staticexec_checks", default=True)
-"""Whether the run-time checks of what emission decided run (on by default; run.checks_off turns them off to
-measure what they cost)."""
 
 ENTERED: contextvars.ContextVar = contextvars.ContextVar("staticexec_entered_targets", default=None)
 """The watched target modules entered while a subgraph runs (a list, None outside a checked run)."""

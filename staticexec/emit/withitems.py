@@ -17,18 +17,20 @@ grad, autocast, the attention kernel, the default device, none), found as the ob
 subgraphs are emitted, not by its name: entering one of them again in each subgraph is exact. Each
 subgraph checks, where it enters the `with` again, that the callee is that very object still
 (`runtime.expect_context`), so a body that replaces it where the emitter can't see (through an alias, in
-a helper) stops the run rather than enter another manager.
+a helper) stops the run rather than enter another manager. An item that is not such a call (`with ctx:`, a name
+the analysis found bound to a mode setter's call) is the object it holds, checked where each subgraph enters it
+(emit/reentry.py).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 from typing import Any
 
 import libcst as cst
 
 from staticexec.analysis.scopes import walk
+from staticexec.emit.reentry import objects_at
 
 
 def split_item(item: cst.WithItem, prefix: str) -> tuple[list[tuple[str, cst.BaseExpression]], cst.WithItem,
@@ -104,6 +106,14 @@ def entered_checked(item: cst.WithItem, runtime: str, alias: str, where: str, sh
     return _code(item.with_changes(item=item.item.with_changes(func=cst.parse_expression(check))))
 
 
+def entered_through(item: cst.WithItem, runtime: str, state: str, where: str) -> str:
+    """The code of an item that is not a checked call (its names as the subgraph has them), entered through
+    `runtime.reentered` with the `EnteredState` named `state` (emit/reentry.py)."""
+    shown = _code(item.item)
+    entered = f"{runtime}.reentered({shown}, {state}, {where!r}, {shown!r})"
+    return _code(item.with_changes(item=cst.parse_expression(entered)))
+
+
 def _code(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node).strip()
 
@@ -117,13 +127,7 @@ def known_manager(value: Any) -> bool:
 @functools.lru_cache(maxsize=1)
 def _mode_setters() -> tuple:
     """The context managers `known_manager` knows, those of them the installed torch has."""
-    found = []
-    for path in ("contextlib.nullcontext", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
-                 "torch.set_grad_enabled", "torch.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast",
-                 "torch.cuda.amp.autocast", "torch.nn.attention.sdpa_kernel", "torch.device", "torch.cuda.device"):
-        module, _, name = path.rpartition(".")
-        try:
-            found.append(getattr(importlib.import_module(module), name))
-        except (ImportError, AttributeError):
-            continue
-    return tuple(found)
+    return tuple(objects_at(("contextlib.nullcontext", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
+                             "torch.set_grad_enabled", "torch.autocast", "torch.amp.autocast", "torch.cpu.amp.autocast",
+                             "torch.cuda.amp.autocast", "torch.nn.attention.sdpa_kernel", "torch.device",
+                             "torch.cuda.device")))

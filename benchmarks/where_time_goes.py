@@ -33,7 +33,7 @@ A second table splits five of those parts further:
 
 Each part is timed twice: warm (called again and again, as a tight loop leaves the processor's caches)
 and disturbed (another model's forward runs before each call, as a decoder layer's work runs between
-two subgraphs of a chain). All parts run interleaved, in rotating order; medians, in µs.
+two subgraphs of a chain; a tiny Mistral, of a class the chains don't target: `disturber`). All parts run interleaved, in rotating order; medians, in µs.
 
 With --out, the table replaces the text between the markers `<!-- where time goes begin -->` and
 `<!-- where time goes end -->` of that file.
@@ -53,6 +53,17 @@ import transformers
 from versus_tracer import _version, publish, tiny_llama
 
 BEGIN, END = "<!-- where time goes begin -->", "<!-- where time goes end -->"
+
+
+def disturber():
+    """The model whose forward runs before each disturbed call: a tiny Mistral as large as a 2-layer tiny Llama.
+    Its class is not the chains' target class: a model of that class whose forward slices its layers (Llama's
+    `self.layers[: n]`) registers target modules without a tripwire, and each subgraph would record its next
+    run again (emit/registrations.py), a cost the pipeline's chain does not have."""
+    config = transformers.MistralConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_attention_heads=4,
+                                        num_key_value_heads=2, num_hidden_layers=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    return transformers.MistralForCausalLM(config).eval()
 
 
 def prepared(model, subgraphs, batch) -> list[tuple]:
@@ -195,7 +206,7 @@ def measure(layers: int, repeat: int) -> tuple[dict, int, int]:
 
     from staticexec.llmcompressor import trace_subgraphs
 
-    model, other = tiny_llama(layers), tiny_llama(2)
+    model, other = tiny_llama(layers), disturber()
     torch.manual_seed(1)
     batch = {"input_ids": torch.randint(3, 256, (2, 16)), "attention_mask": torch.ones(2, 16, dtype=torch.long)}
     targets, ignore = ["LlamaDecoderLayer"], DatasetArguments().tracing_ignore
@@ -277,7 +288,7 @@ Measured by `benchmarks/where_time_goes.py` in `.venv-client` (llm-compressor {_
 transformers {transformers.__version__}, torch {torch.__version__}, {platform.machine()}, one torch thread):
 tiny Llama, {layers} layers ({subgraphs[0]} subgraphs from llm-compressor's tracer, {subgraphs[1]} from staticexec),
 KV cache off, median of {repeat} interleaved calls of each part, in µs. Warm: the part called again right
-after itself; disturbed: another model's forward run before it, as a layer's work runs between two subgraphs.
+after itself; disturbed: another model's forward (a tiny Mistral, of a class no chain targets) run before it, as a layer's work runs between two subgraphs.
 
 | subgraph | part | llm-compressor, warm | staticexec, warm | llm-compressor, disturbed | staticexec, disturbed |
 |---|---|---|---|---|---|

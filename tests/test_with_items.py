@@ -149,9 +149,11 @@ def test_managers_that_save_the_mode_they_set_back_are_entered_again_as_they_wer
     with torch.enable_grad():  # no_grad saves the mode it sets back (`prev`), which its first entry changes
         state = _entries(torch.no_grad(), None, None)
     assert "prev" in state.written
-    _entries(torch.inference_mode(), None)  # makes a new C++ guard at each entry, and drops it when left
+    _entries(torch.inference_mode(), None)  # makes a new C++ guard at each entry
+    _entries(torch.set_grad_enabled(torch.is_grad_enabled()), None)  # sets its mode when made, and when entered
     _entries(torch.autocast("cpu", dtype=torch.bfloat16), None)
-    _entries(contextlib.nullcontext(), None)
+    # what a nullcontext gives for `as` sets no mode: a subgraph may be given a copy of it
+    _entries(contextlib.nullcontext([1]), lambda ctx: setattr(ctx, "enter_result", list(ctx.enter_result)))
     _entries(torch.device("cpu"), None)  # no attributes of its own
 
 
@@ -170,6 +172,8 @@ def test_a_manager_the_body_changes_after_its_first_entry_stops_the_next_entry()
     with pytest.raises(ManagerMismatch, match="`fast_dtype`"):
         _entries(torch.autocast("cpu", dtype=torch.bfloat16), lambda ctx: delattr(ctx, "fast_dtype"))
     assert not torch.is_autocast_enabled("cpu")  # the mismatch stops before it enters
+    with pytest.raises(ManagerMismatch, match="`__class__`"):
+        _entries(torch.no_grad(), lambda ctx: setattr(ctx, "__class__", torch.enable_grad))
 
 
 def test_a_manager_of_any_other_class_stops_its_first_entry():
@@ -189,7 +193,7 @@ def test_a_manager_of_any_other_class_stops_its_first_entry():
     class Autocast(torch.autocast):  # a subclass may enter otherwise
         pass
 
-    for manager in (torch.set_grad_enabled(torch.is_grad_enabled()), Counting(), contextlib.ExitStack(),
+    for manager in (Counting(), contextlib.ExitStack(),
                     Autocast("cpu", dtype=torch.bfloat16), torch.random.fork_rng()):
         with pytest.raises(ManagerMismatch, match=f"is of class {type(manager).__qualname__}, and each subgraph"):
             _entries(manager)

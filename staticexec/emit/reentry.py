@@ -1,17 +1,19 @@
-"""Stage 5, emit: a `with` item that is an object made before (`with ctx:`, `with self.amp_ctx:`), which each
-subgraph of the body enters again (the `_sx.reentered` the emitted code calls).
+"""Stage 5, emit: a `with` item that is a manager made before (`ctx = torch.autocast(...)`, then `with ctx:`),
+which each subgraph of the body enters again (the `_sx.reentered` the emitted code calls).
 
 Python enters the object once, where the `with` starts. Each subgraph of the body enters it again, which is
-exact only for a manager that sets a mode when entered, from what it was made with, and sets the old one back
-when left: `REENTERABLE` names those of torch and the standard library. A manager of another class (one that
-sets its mode when it is made, as `torch.set_grad_enabled(False)`; a generator's; one of the model's own,
-which may count its entries) is refused when emission finds it, and stops the run where it is entered otherwise.
+exact only for a manager that sets a mode when entered, from what it was made with, and sets the one it saved
+back when left: `REENTERABLE` names those of torch and the standard library. The analysis admits a name item by
+the calls it is bound to (by their names); a manager of another class (a generator's; one of the model's own,
+which may count its entries) stops the run where a subgraph enters it.
 
 The body may also change the object after it was entered (`ctx._enabled = True`): that changes nothing in
 Python, where the mode is set already, but a later subgraph would enter the changed object. So the first entry
-records the object's attributes as its `__enter__` left them (`EnteredState`, made where the `with` starts and
-given on to later subgraphs with the other values), and each later entry checks that those the `__enter__` did
-not write (what the manager was made with, not the mode it saved to set back) still hold the same values.
+records the manager's class and the plain values (bools, numbers, strings, dtypes, devices: what these managers
+set their mode from) its attributes hold as its `__enter__` left them (`EnteredState`, made where the `with`
+starts and given on to later subgraphs with the other values); each later entry checks that the class is the
+same and that those values its `__enter__` did not write are the same still. Other attributes (the object a
+`nullcontext` gives for `as`, which the emitter refuses) set no mode, and a subgraph may be given copies of them.
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ class ManagerMismatch(RuntimeError):
 
 
 class EnteredState:
-    """What the first entry of a `with` item left in its manager's attributes (None before it)."""
+    """What the first entry of a `with` item left in its manager (None before it)."""
 
-    __slots__ = ("after", "written")
+    __slots__ = ("after", "written", "cls")
 
     def __init__(self) -> None:
-        self.after: dict | None = None  # the manager's attributes after its first `__enter__`
+        self.after: dict | None = None  # the manager's attributes that hold plain values, after its first `__enter__`
         self.written: frozenset = frozenset()  # those that `__enter__` set or changed
+        self.cls: type | None = None  # the manager's class then
 
 
 class reentered:
@@ -59,11 +62,11 @@ class reentered:
         if state.after is None:
             before = dict(attrs) if attrs is not None else {}
             result = manager.__enter__()
-            after = dict(attrs) if attrs is not None else {}
+            after = {k: v for k, v in attrs.items() if _plain(v)} if attrs is not None else {}
             state.written = frozenset(k for k, v in after.items() if before.get(k, _ABSENT) is not v)
-            state.after = after
+            state.after, state.cls = after, type(manager)
             return result
-        changed = _changed(state, attrs)
+        changed = "__class__" if type(manager) is not state.cls else _changed(state, attrs)
         if changed:
             raise ManagerMismatch(
                 f"{self.where}: the attribute `{changed}` of the `with` item `{self.shown}` (of class "
@@ -84,13 +87,21 @@ def _changed(state: EnteredState, attrs: dict | None) -> str | None:
         if key in state.written:
             continue
         current = now.get(key, _ABSENT)
-        if current is not value and not (type(current) is type(value) and _atom(value) and current == value):
+        if current is not value and not (type(current) is type(value) and current == value):
             return key
     return None
 
 
-def _atom(value: Any) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str))
+def _plain(value: Any) -> bool:
+    """A value these managers set their mode from: compared by equality."""
+    return isinstance(value, _plain_types())
+
+
+@functools.lru_cache(maxsize=1)
+def _plain_types() -> tuple:
+    import torch
+
+    return type(None), bool, int, float, str, torch.dtype, torch.device
 
 
 def _attributes(obj: Any) -> dict | None:
@@ -111,11 +122,12 @@ def not_reenterable(manager: Any, shown: str) -> str | None:
             "entered again exactly")
 
 
-REENTERABLE = ("contextlib.nullcontext", "torch.no_grad", "torch.enable_grad", "torch.inference_mode",
-               "torch.autocast", "torch.cpu.amp.autocast", "torch.cuda.amp.autocast", "torch.device",
-               "torch.cuda.device")
-"""The classes of the managers entered again exactly (`torch.set_grad_enabled` is not one: it sets its mode when
-made, and only sets the old one back when left)."""
+REENTERABLE = ("contextlib.nullcontext", "torch.no_grad", "torch.enable_grad", "torch.set_grad_enabled",
+               "torch.inference_mode", "torch.autocast", "torch.cpu.amp.autocast", "torch.cuda.amp.autocast",
+               "torch.device", "torch.cuda.device")
+"""The classes of the managers entered again exactly: each sets its mode when entered from what it was made with
+(`torch.set_grad_enabled` sets it when made too, and sets back the mode it found then), and sets back a saved one
+when left."""
 
 
 @functools.lru_cache(maxsize=1)

@@ -58,7 +58,7 @@ class reentered:
         why = not_reenterable(manager, self.shown)
         if why:
             raise ManagerMismatch(f"{self.where}: {why}")
-        attrs = _attributes(manager)
+        attrs = own_attributes(manager)
         if state.after is None:
             before = dict(attrs) if attrs is not None else {}
             result = manager.__enter__()
@@ -104,7 +104,8 @@ def _plain_types() -> tuple:
     return type(None), bool, int, float, str, torch.dtype, torch.device
 
 
-def _attributes(obj: Any) -> dict | None:
+def own_attributes(obj: Any) -> dict | None:
+    """An object's own attribute dict, read past any `__getattribute__` of its class (a config's); None if it has none."""
     try:
         return object.__getattribute__(obj, "__dict__")
     except (AttributeError, TypeError):

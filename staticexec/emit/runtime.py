@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from staticexec.emit.checks import CHECKS
-from staticexec.emit.reentry import EnteredState, ManagerMismatch, reentered  # noqa: F401 (`_sx.reentered`)
+from staticexec.emit.reentry import EnteredState, ManagerMismatch, own_attributes, reentered  # noqa: F401 (`_sx.reentered`)
 
 
 ENTERED: contextvars.ContextVar = contextvars.ContextVar("staticexec_entered_targets", default=None)
@@ -174,20 +174,12 @@ def _through(decorator: Callable, fn: Callable, body: Callable, self: Any, kw: d
         bodies.pop()
 
 
-def _attributes(obj: Any) -> dict | None:
-    """An object's own attribute dict, read past any `__getattribute__` of its class (a config's); None if it has none."""
-    try:
-        return object.__getattribute__(obj, "__dict__")
-    except (AttributeError, TypeError):
-        return None
-
-
 def _watched(self: Any) -> list:
     """The attribute dicts a wrapper may change for the length of the call, with their objects: `self`'s and
     its config's."""
     out = []
     for obj in (self, getattr(self, "config", None)):
-        attrs = _attributes(obj) if obj is not None else None
+        attrs = own_attributes(obj) if obj is not None else None
         if attrs is not None and all(obj is not o for o, _ in out):
             out.append((obj, attrs))
     return out
@@ -295,7 +287,7 @@ class wrapper_scope:
                 if undo is None:
                     undo = []
                 for obj, key, value in scope.attributes:
-                    attrs = _attributes(obj)
+                    attrs = own_attributes(obj)
                     undo.append((None, obj, key, attrs.get(key, _ABSENT)))
                     _put(attrs, key, value)
                 for var, value in scope.context.items():
@@ -308,7 +300,7 @@ class wrapper_scope:
                 if var is not None:
                     var.reset(token_or_obj)
                 else:
-                    _put(_attributes(token_or_obj), key, value)
+                    _put(own_attributes(token_or_obj), key, value)
 
 
 def _put(attrs: dict, key: str, value: object) -> None:

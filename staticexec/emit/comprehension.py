@@ -14,8 +14,10 @@ comprehension replaced by the list of their values:
 
 Where the comprehension stood, the subgraphs check that the iterable gives the same items again
 (as an unrolled loop does). Only a list comprehension or a generator expression with one `for`, no
-`if` and a plain name as its variable is unrolled; a generator expression becomes a list, so its
-elements are computed before the call that consumes them (each element still in order).
+`if` and a plain name as its variable is unrolled. A generator expression's elements are computed
+before the call that reads them (each element still in order), and given to it through an iterator
+over them, `{prefix}it` (`Unrolled.reader`), which the subgraphs check was read to its end
+(emit/drained.py): a reader that stops early would have left later elements uncomputed.
 """
 
 from __future__ import annotations
@@ -30,11 +32,14 @@ class CannotUnroll(Exception):
 
 @dataclass(frozen=True)
 class Unrolled:
-    """The item statements (`{prefix}{i} = element`, the variable named `{prefix}v{i}`) and what is left."""
+    """The item statements (`{prefix}{i} = element`, the variable named `{prefix}v{i}`) and what is left; for a
+    generator expression, the name its reader takes the items through (`{prefix}it`) and its code, else ''."""
 
     items: tuple[str, ...]
     variables: tuple[str, ...]
     rest: str
+    reader: str = ""
+    generator: str = ""
 
 
 def comprehension_iterables(code: str) -> list[str]:
@@ -74,12 +79,17 @@ def unroll(code: str, iterable: str, count: int, prefix: str) -> Unrolled:
         items.append(f"{prefix}{i} = {ast.unparse(elt)}\n")
         variables.append(var)
 
+    generator = isinstance(comp, ast.GeneratorExp)
+    reader = f"{prefix}it" if generator else ""
+    code_of = ast.unparse(comp) if generator else ""
+
     class _Replace(ast.NodeTransformer):
         def visit(self, node: ast.AST) -> ast.AST:
             if node is comp:
-                return ast.copy_location(ast.List(elts=[ast.Name(id=f"{prefix}{i}", ctx=ast.Load())
-                                                        for i in range(count)], ctx=ast.Load()), node)
+                made = (ast.Name(id=reader, ctx=ast.Load()) if generator else
+                        ast.List(elts=[ast.Name(id=f"{prefix}{i}", ctx=ast.Load()) for i in range(count)], ctx=ast.Load()))
+                return ast.copy_location(made, node)
             return self.generic_visit(node)
 
     rest = ast.unparse(_Replace().visit(tree)) + "\n"
-    return Unrolled(tuple(items), tuple(variables), rest)
+    return Unrolled(tuple(items), tuple(variables), rest, reader, code_of)

@@ -1019,10 +1019,20 @@ class Emitter:
             self.globals[alias] = expected
             check = _loop_iterable(cst.parse_expression(iterable), frame.rename)
             self._add(frame, f"{RUNTIME}.expect_loop({check}, {alias}, {self._origin(frame, line)!r}, {iterable!r})\n", line)
+            rest = cst.parse_statement(unrolled.rest)
+            if unrolled.reader and any(self._call_kind(frame, call) is not None for call in calls_in(rest)):
+                raise Refused([UnsupportedStatement(frame.planned.path, line, f"a generator expression over `{iterable}`, "
+                                                    "which holds targets, read by a call that reaches targets too")])
             for var, item, piece in zip(unrolled.variables, items, unrolled.items):
                 self._bind_loop_target(frame, cst.Name(var), item, line)
                 self._reaching_code(frame, cst.parse_statement(piece), line)
-            self._reaching_code(frame, cst.parse_statement(unrolled.rest), line)
+            if unrolled.reader:  # read through an iterator that counts what it gives (drained.py)
+                computed = ", ".join(piece.split(" = ", 1)[0] for piece in unrolled.items)
+                self._add(frame, f"{unrolled.reader} = {RUNTIME}.Drained([{computed}])\n", line)
+            self._reaching_code(frame, rest, line)
+            if unrolled.reader:
+                self._add(frame, f"{RUNTIME}.expect_drained({unrolled.reader}, {self._origin(frame, line)!r}, "
+                                 f"{unrolled.generator!r})\n", line)
             return True
         return False
 

@@ -24,8 +24,9 @@ so that nothing depends on one transformers release's internals:
 Besides the decorator models it holds the checks of what emission decided from one sample, one
 instance and one reading of the source, run again where the decision stood: `expect_branch` (the
 branch taken), `expect_loop` (the items an unrolled loop runs over; `loop_slice` reads them where the
-loop slices a ModuleList), `expect_code` (the function that runs is the one inlined) and `reentered` (a
-`with` item made before, entered again: reentry.py); `hooks_enter` /
+loop slices a ModuleList), `expect_code` (the function that runs is the one inlined), `reentered` (a
+`with` item made before, entered again: reentry.py) and `expect_drained` (an unrolled generator expression
+read to its end: drained.py); `hooks_enter` /
 `hooks_exit`, the forward hooks of an inlined module run as torch would; and `call_target`, through which the
 emitted code calls a target module whose class leaves `__call__` to torch, with the target check's `tripwire`
 (the forward pre-hook on every watched module). Which decorators are modelled is analysis/decorators.py.
@@ -43,6 +44,7 @@ from typing import Any, Callable
 
 from staticexec.emit.checks import CHECKS
 from staticexec.emit.reentry import EnteredState, ManagerMismatch, own_attributes, reentered  # noqa: F401 (`_sx.reentered`)
+from staticexec.emit.drained import Drained, GeneratorMismatch, expect_drained  # noqa: F401 (`_sx.Drained`)
 
 
 ENTERED: contextvars.ContextVar = contextvars.ContextVar("staticexec_entered_targets", default=None)

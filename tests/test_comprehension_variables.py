@@ -1,8 +1,9 @@
 """A comprehension's variable is a name of its own: neither the function's local nor the module's name of that spelling.
 
-The resolver does not follow a comprehension's variable into the items of its iterable when the
-variable is read where the call graph looks (a call in the comprehension's element). A refusal or
-an unresolved call must then say that, and not describe the module-level name of the same spelling.
+The call graph evaluates a call in a comprehension's element with the comprehension's variables bound to
+the items of what they run over, so `[layer(h) for layer in self.layers]` calls the layers, not the
+module-level function or the forward's own name of that spelling; emission unrolls it, one statement
+and one subgraph per layer (emit/comprehension.py).
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import pytest
 import torch
 
 import staticexec
+from staticexec.analysis.plan import Kind
 from staticexec.analysis.scopes import comprehension_variables, walk
 from staticexec.analysis.source import ClassRef
-from staticexec.messages import Refused
+from staticexec.emit.emitter import Emitter
+from staticexec.emit.run import run_subgraphs
 
 MODEL = '''
 import torch
@@ -46,15 +49,29 @@ class Model(nn.Module):
 '''
 
 
-def test_a_call_through_a_comprehension_variable_is_refused_as_what_it_is(tmp_path, monkeypatch):
+COMPREHENSION = "        outs = [layer(h) for layer in self.layers]"
+
+
+def _split_exactly(module: str, source: str) -> None:
+    """The plan calls the comprehension's statement a target call, and the chain emitted for a tiny instance calls
+    each layer in a subgraph of its own and gives what the forward gives."""
+    plan = staticexec.analyse(ClassRef(module, "Model"), ["Layer"])
+    forward = plan.function(plan.root)
+    line = source.splitlines().index(COMPREHENSION) + 1
+    (statement,) = [s for s in forward.statements if s.lines[0] == line]
+    assert statement.kind is Kind.TARGET
+    model = __import__(module).Model().eval()
+    sample = {"h": torch.randn(2, 4)}
+    chain = Emitter(plan, model, sample).emit()
+    assert [sg.targets for sg in chain if sg.targets] == [["layers.0"], ["layers.1"], ["layers.2"]]
+    with torch.no_grad():
+        assert torch.equal(run_subgraphs(model, chain, sample), model(**sample))
+
+
+def test_a_call_through_a_comprehension_variable_calls_the_items_it_runs_over(tmp_path, monkeypatch):
     (tmp_path / "shadowing_comprehension_model.py").write_text(MODEL)
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(Refused) as caught:
-        staticexec.analyse(ClassRef("shadowing_comprehension_model", "Model"), ["Layer"])
-    (message,) = caught.value.messages
-    assert message.line == MODEL.splitlines().index("        outs = [layer(h) for layer in self.layers]") + 1
-    assert "`layer` is a comprehension's variable, which the analysis does not follow" in str(message)
-    assert "not a simple assignment" not in str(message)
+    _split_exactly("shadowing_comprehension_model", MODEL)
 
 
 SHADOWED = {
@@ -65,19 +82,15 @@ SHADOWED = {
 
 @pytest.mark.parametrize("shadowed", sorted(SHADOWED))
 def test_a_comprehension_variable_spelled_like_a_name_of_the_function_is_not_that_name(shadowed, tmp_path, monkeypatch):
-    """Read as the function's own `layer`, the calls in the comprehension looked like calls of no target, and the
-    forward was refused as calling none: untrue. The comprehension's variable is not followed, and is named."""
+    """Read as the function's own `layer`, the calls in the comprehension looked like calls of no target (the
+    forward's `layer` is None, or a norm). They call the layers the comprehension runs over."""
     model = MODEL.replace("    def forward(self, h):\n        outs = [layer(h) for layer in self.layers]\n", SHADOWED[shadowed])
     model = model.replace("        self.layers = nn.ModuleList", "        self.norm = nn.LayerNorm(4)\n        self.layers = nn.ModuleList")
     assert SHADOWED[shadowed] in model and "self.norm = nn.LayerNorm(4)" in model
     name = f"shadowed_by_{shadowed.split()[-1]}_model"
     (tmp_path / f"{name}.py").write_text(model)
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(Refused) as caught:
-        staticexec.analyse(ClassRef(name, "Model"), ["Layer"])
-    (message,) = caught.value.messages
-    assert message.line == model.splitlines().index("        outs = [layer(h) for layer in self.layers]") + 1
-    assert "`layer` is a comprehension's variable, which the analysis does not follow" in str(message)
+    _split_exactly(name, model)
 
 
 def _read_names(code: str) -> list[str]:

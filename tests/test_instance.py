@@ -119,3 +119,27 @@ def test_a_forward_hook_on_a_tiny_qwen3_root_is_refused():
     with pytest.raises(Refused) as info:
         subgraphs(model, sample, ["Qwen3DecoderLayer"])
     assert info.value.first.kind == "instance-hook" and info.value.first.line > 0
+
+
+def test_a_plan_made_from_source_refuses_an_instance_whose_blocks_were_linearized(tmp_path):
+    """ok_targets_subclass_selected_by_base_name: from its source, each MoE holds fused experts and no target. A plan
+    made from the class alone, given an instance whose experts were linearized into modules of a target class, is
+    refused where the MoE is called; the same instance with no plan given is analysed where it holds them and split."""
+    import staticexec
+    from staticexec.analysis.source import ClassRef
+
+    module = "linearized_after_plan"
+    _, mod = _load_copy(tmp_path, "ok_targets_subclass_selected_by_base_name", module)
+    targets = ["Attention", "ExpertMLP"]
+    plan = tmp_path / "plan.json"
+    plan.write_text(staticexec.analyse(ClassRef(module, "Model"), targets).to_json())
+    model, sample = mod.build()
+    with pytest.raises(Refused, match=r"linearized_after_plan.py:\d+: the model instance does not match the plan: MoE "
+                                      r"holds targets, and the plan has no analysis of linearized_after_plan:MoE.forward"):
+        subgraphs(model, sample, targets, plan=str(plan))
+    chain = subgraphs(model, sample, targets)
+    assert [sg.targets for sg in chain if sg.targets] == [
+        ["attn.0"], ["moe.0.experts.experts.0"], ["moe.0.experts.experts.1"],
+        ["attn.1"], ["moe.1.experts.experts.0"], ["moe.1.experts.experts.1"]]
+    with torch.no_grad():
+        assert torch.equal(run_subgraphs(model, chain, sample), model(**sample))

@@ -340,15 +340,6 @@ UNFOLLOWED_PATHS = [
                 return self.tower(x)
         """, "`self.tower(x)`", id="a-module-wrapped-by-torch"),
     pytest.param("""
-        class Model(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.layers = nn.ModuleList([Layer() for _ in range(3)])
-
-            def forward(self, x):
-                return sum(layer(x) for layer in self.layers)
-        """, "`layer(x)`", id="layers-called-in-a-generator"),
-    pytest.param("""
         class Holder(nn.Module):
             def __init__(self):
                 super().__init__()

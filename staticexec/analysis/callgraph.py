@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 import libcst as cst
 
 from staticexec.analysis import decorators as deco
-from staticexec.analysis.scopes import all_parameters, free_called_names, walk
+from staticexec.analysis.scopes import COMPREHENSIONS, all_parameters, free_called_names, walk
 from staticexec.analysis.session import current
 from staticexec.analysis.functions import FunctionContext, bind_arguments
 from staticexec.analysis.resolve import Resolver
@@ -227,8 +227,9 @@ class CallGraphBuilder:
         self.functions[nid] = analysis
         for old in list(self.graph.successors(nid)):
             self.graph.remove_edge(nid, old)
+        inside = self._comprehension_envs(ctx, env)
         for call in calls_in(ctx.node.body):
-            site, edges = self._call_site(call, ctx, env, self_class)
+            site, edges = self._call_site(call, ctx, inside.get(id(call), env), self_class)
             analysis.calls[call] = site
             for callee, args in edges:
                 self.graph.add_edge(nid, callee, site=site)
@@ -240,6 +241,27 @@ class CallGraphBuilder:
                 line=ctx.line(node), column=ctx.column(node), code=_short(ctx.code(node)), callees=(), targets=(),
                 unresolved=reason, hides_target=reason,
             )
+
+    def _comprehension_envs(self, ctx: FunctionContext, env: dict[str, Value]) -> dict[int, dict[str, Value]]:
+        """For each call inside a comprehension (its element, conditions or a later `for`'s iterable), by id: the
+        environment it is evaluated in, with the comprehension's variables bound to the items of what they run over
+        (`layer` in `[layer(h) for layer in self.layers]`); a comprehension inside another's element is evaluated in
+        the outer one's. Calls outside any comprehension are not listed."""
+        scoped: dict[int, dict[str, Value]] = {}
+        skip = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+        for comp in walk(ctx.node.body, skip=skip, only=COMPREHENSIONS):  # outermost first
+            inner = self.resolver.comprehension_env(comp.for_in, ctx, scoped.get(id(comp), env))
+            parts: list[cst.CSTNode] = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
+            for_in: cst.CompFor | None = comp.for_in
+            while for_in is not None:
+                parts.extend(cond.test for cond in for_in.ifs)
+                if for_in is not comp.for_in:
+                    parts.append(for_in.iter)
+                for_in = for_in.inner_for_in
+            for part in parts:
+                for node in walk(part, skip=skip, only=(cst.Call, *COMPREHENSIONS)):
+                    scoped[id(node)] = inner
+        return scoped
 
     def _reaches_target(self, value: Value) -> bool:
         """Whether a value is, or may hold below it, a target module."""

@@ -144,18 +144,21 @@ class FunctionPlanner:
         """A reaching call inside `a if c else b` or `c and f()` is decided when emitting, like an `if`,
         when `c` is a config value or an input; on a tensor value, or inside a comprehension, it is refused
         (under an `if` decided when emitting, only if that branch runs: emission refuses it there)."""
-        for call, guards in _guarded_calls(stmt):
+        for call, guards in _calls_with_guards(stmt):
             if self.ctx.line(call) != site.line or self.ctx.column(call) != site.column:
                 continue
-            for guard, test in guards:
+            for guard in guards:
+                test = guard.test
                 if test is not None:
                     self.refuse_binding_header(test, "a test that decides whether target calls run")
-                if test is None and self.branches:
-                    continue  # under a condition decided when emitting: refused there if this branch runs
+                if test is None and (self.branches or unrolled_comprehension(stmt, guard.owner, call)):
+                    # under a condition decided when emitting: refused there if this branch runs; or a comprehension
+                    # emission unrolls over the modules it runs over (emit/comprehension.py), refused there if not
+                    continue
                 if test is None:
-                    self.refuse(UnsupportedStatement, call, f"a reaching call inside a {guard}: `{site.code}`")
+                    self.refuse(UnsupportedStatement, call, f"a reaching call inside a {guard.label}: `{site.code}`")
                 elif self.conditions.classify(test) == "dynamic":
-                    self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard})")
+                    self.refuse(DynamicCondition, call, f"`{' '.join(self.ctx.code(test).split())}` decides whether `{site.code}` runs ({guard.label})")
 
     def refuse_binding_header(self, expr: cst.BaseExpression, where: str) -> None:
         """What emission decides or re-enters around target calls must not bind a name (`if (layer :=
@@ -289,11 +292,21 @@ def _dotted(node: cst.BaseExpression) -> str:
     return ".".join(reversed(parts))
 
 
-def _guarded_calls(stmt: cst.CSTNode):
-    """(call, [(guard, test)]) for every call in a statement that runs only under a condition in an
-    expression: the branches of `a if c else b`, what follows the first operand of `and` / `or`
-    (test: that operand), and the element of a comprehension (test None)."""
-    return [(call, [(g.label, g.test) for g in guards]) for call, guards in _calls_with_guards(stmt)]
+def unrolled_comprehension(stmt: cst.CSTNode, comp: cst.CSTNode, call: cst.Call) -> bool:
+    """Whether a reaching call in a comprehension has the form emission unrolls, one statement per item, when what
+    the comprehension runs over holds targets (emit/comprehension.py): a statement of its own, a list comprehension or
+    generator expression with one `for`, no `if` and a plain name as its variable, the call in its element, and no
+    lambda, comprehension or `:=` inside that element."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(comp, (cst.ListComp, cst.GeneratorExp))):
+        return False
+    for_in = comp.for_in
+    if for_in.inner_for_in is not None or for_in.ifs or for_in.asynchronous is not None \
+            or not isinstance(for_in.target, cst.Name):
+        return False
+    inside = list(walk(comp.elt, only=(cst.Call, cst.Lambda, cst.NamedExpr, *COMPREHENSIONS)))
+    return any(node is call for node in inside) and not any(
+        isinstance(node, (cst.Lambda, cst.NamedExpr, *COMPREHENSIONS)) for node in inside)
 
 
 @dataclass(frozen=True, eq=False)

@@ -424,13 +424,13 @@ class Resolver(ClassIndex):
                 return one(Items(tuple(elems))) if all(not isinstance(e, cst.StarredElement) for e in node.elements) else one(Container(join(*elems)))
             return one(Container(join(*elems))) if elems else one(Container(EMPTY))
         if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-            inner = self._comprehension_env(node.for_in, ctx, env)
+            inner = self.comprehension_env(node.for_in, ctx, env)
             return one(Container(self.eval(node.elt, ctx, inner)))
         if isinstance(node, cst.Dict):
             vals = [self.eval(el.value, ctx, env) for el in node.elements if isinstance(el, cst.DictElement)]
             return one(Mapping(join(*vals)))
         if isinstance(node, cst.DictComp):
-            inner = self._comprehension_env(node.for_in, ctx, env)
+            inner = self.comprehension_env(node.for_in, ctx, env)
             return one(Mapping(self.eval(node.value, ctx, inner)))
         if isinstance(node, cst.IfExp):
             return join(self.eval(node.body, ctx, env), self.eval(node.orelse, ctx, env))
@@ -475,7 +475,9 @@ class Resolver(ClassIndex):
                 return f"a lambda that calls through `{name}` (defined at line {ctx.line(node)})"
         return "a lambda"
 
-    def _comprehension_env(self, for_in: cst.CompFor, ctx: FunctionContext, env: dict[str, Value]) -> dict[str, Value]:
+    def comprehension_env(self, for_in: cst.CompFor, ctx: FunctionContext, env: dict[str, Value]) -> dict[str, Value]:
+        """The environment of a comprehension's element and conditions: `env`, with the names its `for`s bind
+        bound to the items of their iterables (the first read in `env`, each later one where the earlier bind)."""
         inner = _ComprehensionEnv(env, getattr(env, "bound", ()))
         comp: cst.CompFor | None = for_in
         while comp is not None:

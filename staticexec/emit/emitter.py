@@ -952,6 +952,8 @@ class Emitter:
         the one the plan names: the expressions that guard them are decided, and several that run are
         taken apart (apart.py), each a statement of its own."""
         line = entry.first
+        if self._comprehension_over_targets(frame, stmt, line):
+            return
         planned = self._call_node(stmt, entry)
         calls = reaching_calls(stmt, planned, entry.kind is Kind.TARGET, lambda call: self._call_kind(frame, call))
         if len(calls) == 1:
@@ -993,8 +995,8 @@ class Emitter:
         self._calls_that_run(frame, stmt, calls, line)
 
     def _comprehension_over_targets(self, frame: Frame, stmt: cst.CSTNode, line: int) -> bool:
-        """An opaque statement with a comprehension over modules that hold targets (`[head(h) for head in
-        self.lm_heads]`): unrolled (comprehension.py), one statement per item, checked where it stood like an
+        """A statement with a comprehension over modules that hold targets (`[head(h) for head in
+        self.lm_heads]`), opaque or one the plan knows calls them: unrolled (comprehension.py), one statement per item, checked where it stood like an
         unrolled loop. False when the statement has none; refused when it can't be unrolled."""
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not any(
                 True for _ in walk(stmt, only=(cst.ListComp, cst.GeneratorExp))):

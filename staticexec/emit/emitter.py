@@ -983,7 +983,7 @@ class Emitter:
     def _reaching_code(self, frame: Frame, stmt: cst.SimpleStatementLine, line: int) -> None:
         """A statement emission made (a comprehension's element for one item): its reaching calls, found at
         emit time, emitted as the plan's reaching statements are; with none, opaque code, checked as such."""
-        calls = [(call, kind) for call in calls_in(stmt) if (kind := self._call_kind(frame, call)) is not None]
+        calls = [(call, kind) for call in calls_in(stmt) if (kind := self._call_kind(frame, call, made=True)) is not None]
         if not calls:
             self._check_opaque_calls(frame, stmt, line)
             self._add(frame, self._returning(frame, stmt), line)
@@ -1022,7 +1022,7 @@ class Emitter:
             check = _loop_iterable(cst.parse_expression(iterable), frame.rename)
             self._add(frame, f"{RUNTIME}.expect_loop({check}, {alias}, {self._origin(frame, line)!r}, {iterable!r})\n", line)
             rest = cst.parse_statement(unrolled.rest)
-            if unrolled.reader and any(self._call_kind(frame, call) is not None for call in calls_in(rest)):
+            if unrolled.reader and any(self._call_kind(frame, call, made=True) is not None for call in calls_in(rest)):
                 raise Refused([UnsupportedStatement(frame.planned.path, line, f"a generator expression over `{iterable}`, "
                                                     "which holds targets, read by a call that reaches targets too")])
             for var, item, piece in zip(unrolled.variables, items, unrolled.items):
@@ -1041,15 +1041,24 @@ class Emitter:
     def _refuse_guard(self, frame: Frame, line: int, label: str) -> None:
         raise Refused([UnsupportedStatement(frame.planned.path, line, f"a reaching call inside a {label}")])
 
-    def _call_kind(self, frame: Frame, call: cst.Call) -> bool | None:
+    def _call_kind(self, frame: Frame, call: cst.Call, made: bool = False) -> bool | None:
         """True: the call's callee is a target module at emit time; False: a module that holds targets, or a
-        function the plan analyses; None: neither, or not known before running."""
+        function the plan analyses; None: neither, or not known before running. In a statement emission `made`
+        (a comprehension's element for one item), which has no call site of the plan's to name its reaching
+        calls, a module whose forward the plan analyses counts too (`self.runner(layer, h)`: given targets)."""
         try:
             callee = evaluate(_code(call.func), frame.values, frame.module_globals)
         except Undecidable:
             return None
         if _is_module(callee):
-            return True if type(callee).__name__ in self.targets else (False if self._holds_target(callee) else None)
+            if type(callee).__name__ in self.targets:
+                return True
+            if self._holds_target(callee):
+                return False
+            forward = getattr(type(callee), "forward", None)
+            if not made or not inspect.isfunction(forward):
+                return None
+            return False if self.plan.function(node_id(_function_ref(forward), _class_ref(type(callee)))) is not None else None
         fn, self_obj = getattr(callee, "__func__", callee), getattr(callee, "__self__", None)
         if not inspect.isfunction(fn):
             return None

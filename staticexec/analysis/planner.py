@@ -142,8 +142,9 @@ class FunctionPlanner:
 
     def refuse_guarded_call(self, stmt: cst.CSTNode, site: CallSite) -> None:
         """A reaching call inside `a if c else b` or `c and f()` is decided when emitting, like an `if`,
-        when `c` is a config value or an input; on a tensor value, or inside a comprehension, it is refused
-        (under an `if` decided when emitting, only if that branch runs: emission refuses it there)."""
+        when `c` is a config value or an input; on a tensor value it is refused. Inside a comprehension it is
+        refused unless the comprehension has the form emission unrolls (`unrolled_comprehension`); under an `if`
+        decided when emitting, only if that branch runs: emission refuses it there."""
         for call, guards in _calls_with_guards(stmt):
             if self.ctx.line(call) != site.line or self.ctx.column(call) != site.column:
                 continue

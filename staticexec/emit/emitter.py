@@ -996,8 +996,9 @@ class Emitter:
 
     def _comprehension_over_targets(self, frame: Frame, stmt: cst.CSTNode, line: int) -> bool:
         """A statement with a comprehension over modules that hold targets (`[head(h) for head in
-        self.lm_heads]`), opaque or one the plan knows calls them: unrolled (comprehension.py), one statement per item, checked where it stood like an
-        unrolled loop. False when the statement has none; refused when it can't be unrolled."""
+        self.lm_heads]`), opaque or one the plan knows calls them: unrolled (comprehension.py), one statement
+        per item, checked where it stood like an unrolled loop. False when the statement has none; refused
+        when it can't be unrolled."""
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not any(
                 True for _ in walk(stmt, only=(cst.ListComp, cst.GeneratorExp))):
             return False

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 import libcst as cst
 
 from staticexec.analysis import decorators as deco
-from staticexec.analysis.scopes import COMPREHENSIONS, all_parameters, free_called_names, walk
+from staticexec.analysis.scopes import COMPREHENSIONS, all_parameters, comprehension_scope, free_called_names, walk
 from staticexec.analysis.session import current
 from staticexec.analysis.functions import FunctionContext, bind_arguments
 from staticexec.analysis.resolve import Resolver
@@ -251,14 +251,7 @@ class CallGraphBuilder:
         skip = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
         for comp in walk(ctx.node.body, skip=skip, only=COMPREHENSIONS):  # outermost first
             inner = self.resolver.comprehension_env(comp.for_in, ctx, scoped.get(id(comp), env))
-            parts: list[cst.CSTNode] = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
-            for_in: cst.CompFor | None = comp.for_in
-            while for_in is not None:
-                parts.extend(cond.test for cond in for_in.ifs)
-                if for_in is not comp.for_in:
-                    parts.append(for_in.iter)
-                for_in = for_in.inner_for_in
-            for part in parts:
+            for part in comprehension_scope(comp)[1]:
                 for node in walk(part, skip=skip, only=(cst.Call, *COMPREHENSIONS)):
                     scoped[id(node)] = inner
         return scoped

@@ -105,21 +105,29 @@ def comprehension_variables(body: cst.CSTNode) -> frozenset[int]:
         return hit[1]
     found: set[int] = set()
     for comp in walk(body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda), only=COMPREHENSIONS):
-        bound: set[str] = set()
-        scoped: list[cst.CSTNode] = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
-        for_in: cst.CompFor | None = comp.for_in
-        while for_in is not None:
-            bound.update(bound_names(for_in.target))
-            scoped.extend(cond.test for cond in for_in.ifs)
-            if for_in is not comp.for_in:  # the first iterable is read in the scope around the comprehension
-                scoped.append(for_in.iter)
-            for_in = for_in.inner_for_in
+        bound, scoped = comprehension_scope(comp)
         for node in scoped:
             found.update(id(n) for n in walk(node, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda), only=(cst.Name,))
                          if n.value in bound)
     out = frozenset(found)
     table[id(body)] = (body, out)
     return out
+
+
+def comprehension_scope(comp: cst.CSTNode) -> tuple[set[str], list[cst.CSTNode]]:
+    """What a comprehension's own scope holds: the names its `for`s bind, and the parts read in that scope (its
+    element, or key and value, its conditions, and the iterables of the `for`s after the first; the first
+    iterable is read in the scope around the comprehension)."""
+    bound: set[str] = set()
+    scoped: list[cst.CSTNode] = [comp.key, comp.value] if isinstance(comp, cst.DictComp) else [comp.elt]
+    for_in: cst.CompFor | None = comp.for_in
+    while for_in is not None:
+        bound.update(bound_names(for_in.target))
+        scoped.extend(cond.test for cond in for_in.ifs)
+        if for_in is not comp.for_in:
+            scoped.append(for_in.iter)
+        for_in = for_in.inner_for_in
+    return bound, scoped
 
 
 def bound_names(target: cst.BaseExpression) -> list[str]:

@@ -1056,11 +1056,11 @@ class Emitter:
                 return True
             if self._holds_target(callee):
                 return False
-            forward = getattr(type(callee), "forward", None)
-            if not made or not inspect.isfunction(forward):
+            if not made:
                 return None
-            return False if self.plan.function(node_id(_function_ref(forward), _class_ref(type(callee)))) is not None else None
-        fn, self_obj = getattr(callee, "__func__", callee), getattr(callee, "__self__", None)
+            fn, self_obj = getattr(type(callee), "forward", None), callee
+        else:
+            fn, self_obj = getattr(callee, "__func__", callee), getattr(callee, "__self__", None)
         if not inspect.isfunction(fn):
             return None
         if _function_ref(fn) in RUNS_FIRST_ARGUMENT:  # the analysis followed it into its first argument

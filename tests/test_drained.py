@@ -17,6 +17,7 @@ from staticexec.emit.run import checks_off, run_subgraphs
 def test_a_generator_expression_is_read_through_a_counting_iterator_a_list_comprehension_as_a_list():
     generator = unroll("h = sum((layer(h) for layer in self.layers))", "self.layers", 2, "comp__1_")
     assert generator.items == ("comp__1_0 = comp__1_v0(h)\n", "comp__1_1 = comp__1_v1(h)\n")
+    assert generator.names == ("comp__1_0", "comp__1_1")
     assert generator.rest == "h = sum(comp__1_it)\n"
     assert (generator.reader, generator.generator) == ("comp__1_it", "(layer(h) for layer in self.layers)")
     listed = unroll("outs = [layer(h) for layer in self.layers]", "self.layers", 2, "comp__2_")

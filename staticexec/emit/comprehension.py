@@ -32,10 +32,12 @@ class CannotUnroll(Exception):
 
 @dataclass(frozen=True)
 class Unrolled:
-    """The item statements (`{prefix}{i} = element`, the variable named `{prefix}v{i}`) and what is left; for a
-    generator expression, the name its reader takes the items through (`{prefix}it`) and its code, else ''."""
+    """The item statements (`{prefix}{i} = element`, the variable named `{prefix}v{i}`), the names they bind
+    (`{prefix}{i}`) and what is left; for a generator expression, the name its reader takes the items through
+    (`{prefix}it`) and its code, else ''."""
 
     items: tuple[str, ...]
+    names: tuple[str, ...]
     variables: tuple[str, ...]
     rest: str
     reader: str = ""
@@ -72,11 +74,12 @@ def unroll(code: str, iterable: str, count: int, prefix: str) -> Unrolled:
     if any(isinstance(n, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.NamedExpr))
            for n in ast.walk(comp.elt)):
         raise CannotUnroll("a comprehension whose element holds a lambda, another comprehension or `:=`")
+    names = tuple(f"{prefix}{i}" for i in range(count))
     items, variables = [], []
-    for i in range(count):
+    for i, name in enumerate(names):
         var = f"{prefix}v{i}"
         elt = _Bind(gen.target.id, var).visit(ast.parse(ast.unparse(comp.elt), mode="eval").body)
-        items.append(f"{prefix}{i} = {ast.unparse(elt)}\n")
+        items.append(f"{name} = {ast.unparse(elt)}\n")
         variables.append(var)
 
     generator = isinstance(comp, ast.GeneratorExp)
@@ -87,9 +90,9 @@ def unroll(code: str, iterable: str, count: int, prefix: str) -> Unrolled:
         def visit(self, node: ast.AST) -> ast.AST:
             if node is comp:
                 made = (ast.Name(id=reader, ctx=ast.Load()) if generator else
-                        ast.List(elts=[ast.Name(id=f"{prefix}{i}", ctx=ast.Load()) for i in range(count)], ctx=ast.Load()))
+                        ast.List(elts=[ast.Name(id=name, ctx=ast.Load()) for name in names], ctx=ast.Load()))
                 return ast.copy_location(made, node)
             return self.generic_visit(node)
 
     rest = ast.unparse(_Replace().visit(tree)) + "\n"
-    return Unrolled(tuple(items), tuple(variables), rest, reader, code_of)
+    return Unrolled(tuple(items), names, tuple(variables), rest, reader, code_of)

@@ -1030,8 +1030,7 @@ class Emitter:
                 self._bind_loop_target(frame, cst.Name(var), item, line)
                 self._reaching_code(frame, cst.parse_statement(piece), line)
             if unrolled.reader:  # read through an iterator that counts what it gives (drained.py)
-                computed = ", ".join(piece.split(" = ", 1)[0] for piece in unrolled.items)
-                self._add(frame, f"{unrolled.reader} = {RUNTIME}.Drained([{computed}])\n", line)
+                self._add(frame, f"{unrolled.reader} = {RUNTIME}.Drained([{', '.join(unrolled.names)}])\n", line)
             self._reaching_code(frame, rest, line)
             if unrolled.reader:
                 self._add(frame, f"{RUNTIME}.expect_drained({unrolled.reader}, {self._origin(frame, line)!r}, "

@@ -254,6 +254,16 @@ def cached_calls(stmt: cst.CSTNode) -> list:
     return calls
 
 
+def nodes_of(stmt: cst.CSTNode, kinds: tuple[type[cst.CSTNode], ...]) -> tuple[cst.CSTNode, ...]:
+    """The nodes of the given types in a statement (`walk`, outermost first), cached by the statement node:
+    emission asks this of every statement around target calls, at every depth it emits."""
+    key = (stmt, kinds)
+    nodes = _facts("nodes").get(key)
+    if nodes is None:
+        nodes = _facts("nodes")[key] = tuple(walk(stmt, only=kinds))
+    return nodes
+
+
 def _stmt_code(stmt: cst.CSTNode) -> str:
     code = cst.Module(body=[stmt]).code if isinstance(stmt, cst.BaseStatement) else _code(stmt)
     return code.rstrip("\n") + "\n"
@@ -784,7 +794,7 @@ class Emitter:
             if _is_module(items) and self._holds_target(items) and (name in called or f"{name}.forward" in called):
                 raise Refused([InstanceMismatch(frame.planned.path, line, f"the plan marks this loop as code with no target call, but it "
                                                 f"calls each of `{_code(stmt.iter).strip()}`, which holds targets")])
-        for comp in walk(stmt, only=(cst.CompFor,)):  # `[head(h) for head in self.lm_heads]`
+        for comp in nodes_of(stmt, (cst.CompFor,)):  # `[head(h) for head in self.lm_heads]`
             try:
                 items = evaluate(_code(comp.iter), frame.values, frame.module_globals)
             except Undecidable:
@@ -999,8 +1009,8 @@ class Emitter:
         self.lm_heads]`), opaque or one the plan knows calls them: unrolled (comprehension.py), one statement
         per item, checked where it stood like an unrolled loop. False when the statement has none; refused
         when it can't be unrolled."""
-        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not any(
-                True for _ in walk(stmt, only=(cst.ListComp, cst.GeneratorExp))):
+        if (not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1
+                or not nodes_of(stmt, (cst.ListComp, cst.GeneratorExp))):
             return False
         code = rewritten(stmt, {}).strip()
         for iterable in comprehension_iterables(code):

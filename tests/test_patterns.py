@@ -99,6 +99,8 @@ def test_golden_plan(fx):
             os.path.exists(golden) and _without_versions(_read(golden), golden) == _without_versions(text, golden)):
         with open(golden, "w", encoding="utf-8") as handle:
             handle.write(text)
+        pytest.fail(f"{os.path.basename(golden)} written afresh: review its diff, then run again without "
+                    "STATICEXEC_UPDATE_GOLDEN")
     assert os.path.exists(golden), f"no golden file {os.path.basename(golden)}; run with STATICEXEC_UPDATE_GOLDEN=1"
     assert _without_versions(_read(golden), golden) == _without_versions(text, golden)
 

@@ -564,13 +564,16 @@ def test_module_level_names_given_to_a_call_not_entered_are_not_resolved(tmp_pat
     is evaluated."""
     from staticexec.analysis.names import NameResolver
 
-    asked, goto = [], NameResolver.goto
+    asked = []
 
-    def counting(self, sf, line, column):
-        asked.append((sf.module, line))
-        return goto(self, sf, line, column)
+    def counting(method):
+        def spy(self, sf, *args):
+            asked.append((sf.module, args[-2]))  # each takes the line and column last
+            return method(self, sf, *args)
+        return spy
 
-    monkeypatch.setattr(NameResolver, "goto", counting)
+    for name in ("goto", "goto_global", "goto_member"):  # every way a name is resolved, jedi or not
+        monkeypatch.setattr(NameResolver, name, counting(getattr(NameResolver, name)))
     graph, module = build(tmp_path, "builtin_args", """
         SPECIAL = (Plain,)
 
@@ -592,6 +595,8 @@ def test_module_level_names_given_to_a_call_not_entered_are_not_resolved(tmp_pat
     for call in ("isinstance(", ".to(dtype"):
         line = next(i for i, code in enumerate(text, 1) if call in code)
         assert (module, line) not in asked
+    asked_here = {line for m, line in asked if m == module}
+    assert next(i for i, code in enumerate(text, 1) if "nn.ModuleList" in code) in asked_here  # the spies see names
     assert edges(graph, module) == {"Model.forward -> target:Layer"}
     site = next(s for s in graph.functions[graph.root].calls.values() if s.code.startswith("callable("))
     assert site.args_hold_targets and not site.callees

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TRANSFORMERS_VERSION := $(shell sed -n 's/^transformers==//p' constraints.txt)
 
-.PHONY: install test test-release verify coverage plans determinism bench matrix clean client-install client
+.PHONY: install test test-release verify coverage plans plans-release determinism bench matrix clean client-install client
 
 install: $(STAMP)
 
@@ -48,8 +48,14 @@ coverage: install
 	for targets in linear sublayer; do \
 		$(BIN)/staticexec verify --all --task causal-lm --targets-from $$targets --report docs/coverage.md || test $$? -eq 1 || exit 1; done
 
+# plans for the installed transformers' architectures, in the folder of that release
 plans: install
-	$(BIN)/staticexec plan --all --out staticexec/shipped/transformers-$(TRANSFORMERS_VERSION)
+	$(BIN)/staticexec plan --all --out staticexec/shipped/transformers-$$($(BIN)/python -c 'import transformers; print(transformers.__version__)')
+
+# the plans of another release, made in the matrix's environment for it: make plans-release RELEASE=5.17.0
+plans-release: install
+	$(BIN)/python -c "from staticexec.check.matrix import build_env; build_env('$(RELEASE)', '.matrix-envs', '.')"
+	.matrix-envs/transformers-$(RELEASE)/bin/staticexec plan --all --out staticexec/shipped/transformers-$(RELEASE)
 
 # two cold `make plans` runs, jedi's cache and the plan cache emptied before each: both must give the
 # committed plans byte for byte (a changed or new file under staticexec/shipped fails it)

@@ -54,7 +54,7 @@ def explain(plan: Plan) -> str:
     if plan.unresolved:
         out.append("unresolved calls (checked against the instance when emitting):")
         for u in plan.unresolved:
-            out.append(f"  {u.path}:{u.line}  {u.call[:80]}  ({u.reason})")
+            out.append(f"  {u.path}:{u.line}  {' '.join(u.call.split())[:80]}  ({u.reason})")
     return "\n".join(out) + "\n"
 
 

@@ -24,8 +24,9 @@ class Message:
 
     @property
     def text(self) -> str:
-        """The message without its place: the template filled with the detail."""
-        return self.template.format(detail=self.detail)
+        """The message without its place: the template filled with the detail, in one line (code it quotes as
+        written, over several lines, has its runs of whitespace made one space)."""
+        return " ".join(self.template.format(detail=self.detail).split())
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}: " if self.path else ""

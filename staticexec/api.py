@@ -74,6 +74,12 @@ def _analyse(root: ClassRef, targets: list[str] | None, *, config: Any, architec
         targets = default_targets(resolver, root)
         if not targets:
             raise UsageError(f"{root.name} declares no _no_split_modules and has no layer stack; pass --targets")
+    for name in targets:  # the analysis knows target classes by name alone, below the root
+        if not name.isidentifier():
+            raise UsageError(f"the target {name!r} is not a class name; the analysis takes a target class by its "
+                             f"name alone ({name.rpartition('.')[2]!r})")
+        if name == root.name.rpartition(".")[2]:
+            raise UsageError(f"the target {name} is the model's own class; name the class of its layers")
     try:
         return build_plan(resolver, root, targets, architecture or root.name, model_types=model_types)
     except Refused as exc:

@@ -83,10 +83,12 @@ def _parser() -> argparse.ArgumentParser:
 
     def targets(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--targets", nargs="+", metavar="CLASS", type=_class_name,
-                        help="sequential target class names (default: the model's _no_split_modules)")
+                        help="sequential target class names (default: the _no_split_modules classes the model holds, "
+                             "outermost; where it holds none, the class of its first layer stack)")
         sp.add_argument("--config", metavar="config.json",
                         help="a user's config (e.g. a Llava holding a Mistral) instead of the config class's "
-                             "defaults; the plan records its model types, tiny models shrink its sizes")
+                             "defaults (for a model folder, instead of its config.json); the plan records its model "
+                             "types, tiny models shrink its sizes")
 
     def sample_option(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--sample", choices=["text", "multimodal"], default="text",
@@ -130,9 +132,10 @@ def _parser() -> argparse.ArgumentParser:
                                     "renamed across the release are applied, reported once as a summary); or changed "
                                     "(with a diff; decorators added to every forward are reported once). Architectures new in the installed transformers, or removed from "
                                     "it, are listed. Exit 1 unless every plan is unchanged and none is new or removed.")
-    sp.add_argument("folder", metavar="DIR")
+    sp.add_argument("folder", metavar="DIR", help="a folder of plans written by `plan --all`, with its index.json")
     sp.add_argument("--jobs", type=_positive(int), default=JOBS, help="parallel workers")
-    sp.add_argument("--no-cache", action="store_true", help="re-analyse every plan, ignoring the on-disk cache")
+    sp.add_argument("--no-cache", action="store_true", help="re-analyse every plan, ignoring the on-disk cache "
+                    "(.staticexec-cache in the current folder, kept by plan --all and check)")
 
     sp = sub.add_parser("matrix", help="verify a fixed set of cases on every supported transformers release",
                         description="For each RELEASE: build an environment with that transformers (once), run "
@@ -150,7 +153,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="the JSON per release, committed (default: docs/compatibility)")
     sp.add_argument("--rerun", action="store_true", help="run the releases again even when their results are "
                     "complete and made by the current code (an incomplete one resumes)")
-    sp.add_argument("--report", default="docs/compatibility.md", metavar="FILE.md")
+    sp.add_argument("--report", default="docs/compatibility.md", metavar="FILE.md",
+                    help="the report to write (default: docs/compatibility.md)")
     sp.add_argument("--report-only", action="store_true", help="only write the report from the results there are")
     sp.add_argument("--jobs", type=_positive(int), default=JOBS, help="parallel workers in each release")
     sp.add_argument("--timeout", type=_positive(float), default=600.0, help="seconds per case")
@@ -158,7 +162,9 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("verify", help="check architectures end to end on tiny models",
                         description="For each ARCH: build a tiny random model, run its own forward and the "
                                     "emitted subgraphs, and check that outputs are equal and every target runs "
-                                    "exactly once, in exactly one subgraph. Exit 0 only if all are ok.")
+                                    "exactly once, in exactly one subgraph. Exit 0 only if each is ok or n/a (the check does "
+                                    "not apply: an attention implementation the architecture lacks, no forward of "
+                                    "its own, no sample for its inputs).")
     sp.add_argument("architectures", nargs="*", metavar="ARCH", help="model class name (LlamaForCausalLM), a user's class as module.path:Class, or a model folder (config.json with auto_map, as remote code is laid out)")
     targets(sp)
     sp.add_argument("--attn", choices=["eager", "sdpa", "both"], default="eager",
@@ -251,8 +257,13 @@ def _analysed(args):
     try:
         return _analysis(args)
     except SyntaxError as exc:  # a user's file that Python can't read (transformers' own files parse)
-        where = f"{exc.filename}:{exc.lineno}" if exc.filename else args.architecture
-        raise UsageError(f"{where}: a syntax error ({exc.msg}); staticexec reads code that Python can run") from exc
+        raise _unreadable(exc, args.architecture) from exc
+
+
+def _unreadable(exc: SyntaxError, spec: str) -> UsageError:
+    """A syntax error in a user's file, in one line."""
+    where = f"{exc.filename}:{exc.lineno}" if exc.filename else spec
+    return UsageError(f"{where}: a syntax error ({exc.msg}); staticexec reads code that Python can run")
 
 
 def _analysis(args):
@@ -270,10 +281,18 @@ def _analysis(args):
 
 
 def _built(spec: str, config_path: str | None):
-    """A user's model built for emit and verify: the folder's code run as transformers runs remote code, or
-    the module imported and its class built from its config class (the --config file, else its defaults).
-    Its size is measured on the meta device first (or counted while it is built, when it can't be made
-    there): a full-size config is refused, not allocated."""
+    """A user's model built for emit and verify: the folder's code run as transformers runs remote code (its
+    config.json, or the --config file read as the folder's config class), or the module imported and its
+    class built from its config class (the --config file, else its defaults). Its size is measured on the
+    meta device first (or counted while it is built, when it can't be made there): a full-size config is
+    refused, not allocated."""
+    try:
+        return _build(spec, config_path)
+    except SyntaxError as exc:  # in a file of the folder or module, read or imported
+        raise _unreadable(exc, spec) from exc
+
+
+def _build(spec: str, config_path: str | None):
     import importlib
 
     from staticexec.analysis.userclass import find_user_class
@@ -285,6 +304,8 @@ def _built(spec: str, config_path: str | None):
         import transformers
 
         name, source, smaller = user.cls.name, "the folder's config.json", "a folder whose config.json is smaller"
+        if config_path:
+            _read_config(config_path)  # a file that is not there, or no config, said before any of the folder runs
         print(f"staticexec: building {name} from {spec}: this runs the folder's code (trust_remote_code)",
               file=sys.stderr)
         try:
@@ -293,6 +314,17 @@ def _built(spec: str, config_path: str | None):
             detail = one_line(exc)
             raise UsageError(f"{spec!r}: transformers can't read the folder's config: {type(exc).__name__}: "
                              f"{detail}") from exc
+        if config_path:  # the folder's config class, read from the file given
+            source = config_path
+            folder_config = config
+            try:
+                config = type(config).from_json_file(config_path)
+            except Exception as exc:
+                raise UsageError(f"{spec!r}: can't read {config_path} as {type(config).__name__}: "
+                                 f"{type(exc).__name__}: {one_line(exc)}") from exc
+            # where transformers finds the folder's code: the folder, and its auto classes
+            config._name_or_path = folder_config._name_or_path
+            config.auto_map = getattr(folder_config, "auto_map", None)
         auto = getattr(transformers, user.auto_class)
 
         def make(config):
@@ -300,7 +332,12 @@ def _built(spec: str, config_path: str | None):
     else:
         module, _, qualname = spec.partition(":")  # the module named, which may bind a class defined elsewhere
         print(f"staticexec: building {qualname}: this imports {module}", file=sys.stderr)
-        cls = importlib.import_module(module)
+        try:
+            cls = importlib.import_module(module)
+        except SyntaxError:
+            raise
+        except Exception as exc:
+            raise UsageError(f"{spec!r}: importing {module} failed: {type(exc).__name__}: {one_line(exc)}") from exc
         for part in qualname.split("."):
             cls = getattr(cls, part, None)
         if not isinstance(cls, type):
@@ -334,16 +371,16 @@ def cmd_plan(args) -> int:
     if args.jobs is not None or args.no_cache:
         raise UsageError("--jobs and --no-cache go with --all")
 
-    existed = os.path.isdir(args.out)
-    writable_folder(args.out)
+    made = writable_folder(args.out)
     try:
         plan = _analysed(args)
         _check_requested(args.targets, plan)
         path = os.path.join(args.out, f"{plan.architecture}.json")
         _written(path, plan.to_json())
     except BaseException:
-        if not existed and not os.listdir(args.out):  # made for this plan: not left behind empty
-            os.rmdir(args.out)
+        for folder in made:  # made for this plan, innermost first: not left behind empty
+            if os.path.isdir(folder) and not os.listdir(folder):
+                os.rmdir(folder)
         raise
     print(f"{path}: {len(plan.functions)} reaching functions, targets {', '.join(plan.target_names)}")
     return 0
@@ -401,10 +438,13 @@ def cmd_emit(args) -> int:
     from staticexec.api import analyse_architecture
     from staticexec.emit.emitter import Emitter
 
+    from staticexec.analysis.architectures import find_architecture
     from staticexec.analysis.userclass import is_user_class
     from staticexec.check.configs import TinyBuildError
 
     user = is_user_class(args.architecture)
+    if not user:
+        find_architecture(args.architecture)  # an unknown name said as such (with the nearest), before building
     try:
         model = _built(args.architecture, args.config) if user else build_tiny_model(args.architecture, config=_config_of(args.architecture, args.config))
         targets = args.targets or default_targets(model)
@@ -431,7 +471,7 @@ def cmd_emit(args) -> int:
 
 def cmd_verify(args) -> int:
     """`staticexec verify`: verify the named architectures, or with `--all` a task's, and print one line each."""
-    from staticexec.analysis.architectures import find_architecture
+    from staticexec.analysis.architectures import check_model_type, find_architecture
     from staticexec.check.verify import verify
 
     if args.all:
@@ -447,6 +487,8 @@ def cmd_verify(args) -> int:
     for name in args.architectures:
         if name not in users:
             find_architecture(name)
+            if config is not None:
+                check_model_type(name, config, where=args.config)
     attns = ["eager", "sdpa"] if args.attn == "both" else [args.attn]
     counts: dict[str, int] = {}
     for name in args.architectures:
@@ -541,7 +583,11 @@ def cmd_matrix(args) -> int:
     unknown = sorted(set(args.releases or []) - set(matrix.RELEASES))
     if unknown:
         raise UsageError(f"release {', '.join(unknown)} is not in the matrix ({' '.join(matrix.RELEASES)})")
+    _writable_file(args.report, "the report")  # before hours of runs, not after them
     if args.report_only:
+        if not os.path.isdir(folder) or not any(n.startswith("transformers-") and n.endswith(".json")
+                                                for n in os.listdir(folder)):
+            raise UsageError(f"{folder}: no matrix results (transformers-X.json) to write the report from")
         matrix.write_report(folder, args.report)
         print(f"{args.report} written")
         return 0

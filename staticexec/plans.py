@@ -212,8 +212,11 @@ def check(folder: str, jobs: int = 1, cache: str | None = CACHE_DIR,
     except json.JSONDecodeError as exc:
         raise UsageError(f"{index_path}: not JSON ({exc.msg})") from exc
     check_index(index, index_path)
-    for arch in sorted(index.get("architectures", {})):  # before any analysis: one line for a broken file
-        read_plan_file(os.path.join(folder, f"{arch}.json"))
+    for arch, row in sorted(index.get("architectures", {}).items()):  # before any analysis: one line for a broken file
+        path = os.path.join(folder, f"{arch}.json")
+        if read_plan_file(path) is None and row.get("status") == "ok":
+            raise UsageError(f"{path}: no such file, where {index_path} lists {arch} as planned; not a whole plans "
+                             "folder (write it again with `staticexec plan --all`)")
     if installed is None:
         from staticexec.analysis.architectures import all_generative
 

@@ -94,6 +94,22 @@ def test_emit_prints_subgraphs(capsys):
     assert "decoder_layer" in out
 
 
+def test_emit_a_model_folder_with_a_config_given(tmp_path, capsys):
+    """--config replaces the folder's config.json, read as the folder's config class."""
+    config = json.loads(open(os.path.join(REMOTE, "config.json")).read())
+    config["num_hidden_layers"] = 5
+    (tmp_path / "five.json").write_text(json.dumps(config))
+    assert main(["emit", REMOTE]) == 0
+    assert capsys.readouterr().out.count("def subgraph_") == 4
+    assert main(["emit", REMOTE, "--config", str(tmp_path / "five.json")]) == 0
+    assert capsys.readouterr().out.count("def subgraph_") == 6
+
+
+def test_python_m_staticexec_is_the_command():
+    done = subprocess.run([sys.executable, "-m", "staticexec", "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("usage: staticexec")
+
+
 def test_verify_exit_codes(capsys):
     assert main(["verify", "LlamaForCausalLM"]) == 0
     out = capsys.readouterr().out
@@ -344,6 +360,19 @@ def _bad_input_cases(tmp: str) -> list[tuple[list[str], str]]:
         (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/nowhere/g.dot"], "no folder"),
         (["graph", "GPT2LMHeadModel", "--out", f"{tmp}/folder.dot"], "a folder"),
         (["plan", "LlamaForCausalLM", "--out", tmp], "can't write it"),  # LlamaForCausalLM.json is a folder there
+        (["emit", f"{tmp}/broken"], "modeling_tiny.py:26: a syntax error"),
+        (["verify", f"{tmp}/broken"], "modeling_tiny.py:26: a syntax error"),
+        (["verify", "LlamaForCausalLM", "--config", f"{tmp}/gpt2.json"], "model_type 'gpt2' is not LlamaForCausalLM's"),
+        (["emit", "LlamaForCausalLm"], "did you mean LlamaForCausalLM?"),
+        (["explain", "LlamaForCausalLM", "--targets", "LlamaForCausalLM"], "is the model's own class"),
+        (["explain", "LlamaForCausalLM", "--targets", f"{LLAMA_MODULE}.LlamaDecoderLayer"],
+         "is not a class name; the analysis takes a target class by its name alone ('LlamaDecoderLayer')"),
+        (["plan", "LlamaForCausalLM", "--targets", "NoSuchLayer", "--out", f"{tmp}/new/deeper/still"], "no class NoSuchLayer"),
+        (["plan", "LlamaForCausalLM", "--out", f"{tmp}/gpt2.json"], "a file, not a folder"),
+        (["check", f"{tmp}/half"], "half/LlamaForCausalLM.json: no such file, where"),
+        (["matrix", "--report-only", "--results", f"{tmp}/noresults", "--report", f"{tmp}/c.md"], "no matrix results"),
+        (["matrix", "--report-only", "--report", f"{tmp}/nowhere/c.md"], "no folder"),
+        (["emit", REMOTE, "--config", f"{tmp}/nothere.json"], "nothere.json: no such file"),
     ]
 
 
@@ -358,6 +387,10 @@ def test_bad_input_is_one_line_and_exit_2_and_nothing_is_written(case, tmp_path,
     shutil.copytree(REMOTE, broken)
     with open(broken / "modeling_tiny.py", "a") as handle:
         handle.write("def broken(:\n")
+    half = tmp_path / "half"  # an index whose planned architecture has no plan file
+    half.mkdir()
+    (half / "index.json").write_text(json.dumps({"transformers": "5.23.0", "staticexec": "0",
+                                                 "architectures": {"LlamaForCausalLM": {"status": "ok"}}}))
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     argv, said = _bad_input_cases(str(tmp_path))[case]
     assert main(argv) == 2

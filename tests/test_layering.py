@@ -24,6 +24,7 @@ LAYERS = [
     {"api"},  # the public entry points
     {"check"},  # tiny models, samples, verify, coverage, the release matrix
     {"plans", "drift", "explain", "graph", "llmcompressor", "cli", "__init__"},  # the plan store and the CLI
+    {"__main__"},  # `python -m staticexec`: the CLI
 ]
 
 

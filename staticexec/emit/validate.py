@@ -123,8 +123,16 @@ def relative(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
-def writable_folder(path: str) -> None:
-    """Create an output folder, or say in one line why plans can't be written there."""
+def writable_folder(path: str) -> list[str]:
+    """Create an output folder, or say in one line why plans can't be written there; the folders it created,
+    innermost first."""
+    made = []
+    at = os.path.abspath(path)
+    while not os.path.exists(at) and os.path.dirname(at) != at:
+        made.append(at)
+        at = os.path.dirname(at)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{path}: a file, not a folder")
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as exc:
@@ -133,6 +141,7 @@ def writable_folder(path: str) -> None:
         raise UsageError(f"{path}: not a folder")
     if not os.access(path, os.W_OK | os.X_OK):
         raise UsageError(f"{path}: the output folder is not writable")
+    return made
 
 
 def check_index(index: Any, where: str) -> None:

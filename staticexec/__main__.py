@@ -1,0 +1,5 @@
+"""`python -m staticexec`: the `staticexec` command."""
+
+from staticexec.cli import run
+
+run()

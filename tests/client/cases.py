@@ -312,12 +312,12 @@ def oneshot_run(case: Case, staticexec: bool, recipe: Any = None, record: Record
         with contextlib.ExitStack() as stack:
             # llm-compressor's own tracer is counted under the name the pipeline calls, before
             # `patch()` rebinds that name: a patch that failed to rebind it would call the counter
-            stack.enter_context(_counted(pipeline, "trace_subgraphs", record, "own_tracer_calls"))
+            stack.enter_context(counted(pipeline, "trace_subgraphs", record, "own_tracer_calls"))
             if staticexec:
                 import staticexec.llmcompressor as integration
 
                 stack.enter_context(integration.patch())
-                stack.enter_context(_counted(integration, "subgraphs", record, "staticexec_calls"))
+                stack.enter_context(counted(integration, "subgraphs", record, "staticexec_calls"))
             stack.enter_context(timed)
             oneshot(model=model, dataset=Dataset.from_dict(case.data()), recipe=recipe, processor=tokenizer(case.input_names),
                     num_calibration_samples=SAMPLES, pipeline="sequential", sequential_targets=case.sequential_targets,
@@ -330,7 +330,7 @@ def _count_call(record: Record, name: str, *_: Any) -> None:
 
 
 @contextlib.contextmanager
-def _counted(module: Any, name: str, record: Record, counter: str):
+def counted(module: Any, name: str, record: Record, counter: str):
     """`module.name` replaced, for the block, by a wrapper that adds each call to `record.<counter>`."""
     inner = getattr(module, name)
 
@@ -376,11 +376,11 @@ class _Timed:
         return self
 
     def _counting(self, forward: Callable, index: int) -> Callable:
-        def counted(*args: Any, **kwargs: Any):
+        def run_counted(*args: Any, **kwargs: Any):
             self.record.subgraph_runs[index] += 1
             return forward(*args, **kwargs)
 
-        return counted
+        return run_counted
 
     def __exit__(self, *exc: object) -> None:
         self.module.trace_subgraphs = self.inner

@@ -304,8 +304,8 @@ def _build(spec: str, config_path: str | None):
         import transformers
 
         name, source, smaller = user.cls.name, "the folder's config.json", "a folder whose config.json is smaller"
-        if config_path:
-            _read_config(config_path)  # a file that is not there, or no config, said before any of the folder runs
+        # a file that is not there, or no config, said before any of the folder runs
+        given = _read_config(config_path) if config_path else None
         print(f"staticexec: building {name} from {spec}: this runs the folder's code (trust_remote_code)",
               file=sys.stderr)
         try:
@@ -314,11 +314,11 @@ def _build(spec: str, config_path: str | None):
             detail = one_line(exc)
             raise UsageError(f"{spec!r}: transformers can't read the folder's config: {type(exc).__name__}: "
                              f"{detail}") from exc
-        if config_path:  # the folder's config class, read from the file given
+        if given is not None:  # the folder's config class, made from the file given
             source = config_path
             folder_config = config
             try:
-                config = type(config).from_json_file(config_path)
+                config = type(config)(**given)
             except Exception as exc:
                 raise UsageError(f"{spec!r}: can't read {config_path} as {type(config).__name__}: "
                                  f"{type(exc).__name__}: {one_line(exc)}") from exc
